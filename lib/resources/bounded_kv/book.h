@@ -1,0 +1,84 @@
+#pragma once
+// The bounded resource's host bookkeeping: which requests exist, which slot
+// each holds, how much of its stream is committed, and which sources are
+// registered. No buffer lives here (the manager owns those), so every
+// lifecycle rule is tested without allocating a cache.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "resources/bounded_kv/config.h"
+#include "resources/bounded_kv/layout.h"
+#include "resources/resource.h"
+
+namespace mstar {
+
+// A fixed pool of slot indices.
+class SlotPool {
+ public:
+  explicit SlotPool(int64_t slots);
+  [[nodiscard]] std::optional<int32_t> acquire();
+  void release(int32_t slot);
+  int64_t size() const { return static_cast<int64_t>(held_.size()); }
+  int64_t free_count() const { return static_cast<int64_t>(free_.size()); }
+  bool held(int32_t slot) const { return held_[static_cast<size_t>(slot)] != 0; }
+
+ private:
+  std::vector<int32_t> free_;  // a stack: the most recently freed slot is reused first
+  std::vector<uint8_t> held_;
+};
+
+struct BoundedRequest {
+  std::optional<int32_t> slot;
+  int64_t written = 0;  // committed entries past the source
+  // The source the stream started on; fixed while written > 0.
+  int source = 0;
+  int64_t source_len = 0;
+};
+
+// What a step becomes on the host: one layout per row plus what the kernels
+// need to find each row's source and step entries.
+struct BoundedKVPlan {
+  std::vector<RowLayout> rows;        // [rows]
+  std::vector<int> source_of_row;     // registered source id, or -1 for none
+  std::vector<int32_t> row_in_request;  // k-th row of its request (0 for padding)
+  std::vector<int32_t> kv_indptr;     // [rows + 1]: row r writes kv_indptr[r+1] - kv_indptr[r] entries
+};
+
+class BoundedKVBook {
+ public:
+  explicit BoundedKVBook(const BoundedKVConfig& config);
+
+  const BoundedKVConfig& config() const { return config_; }
+
+  // Sources: read-only prefixes shared by every request that names them.
+  void register_source(int id, int64_t len);
+  void remove_source(int id);
+  std::optional<int64_t> source_len(int id) const;
+  // Requests whose committed stream reads the source.
+  int64_t source_users(int id) const;
+
+  void ingest(const std::string& rid);
+  [[nodiscard]] AdmitOutcome check(const BoundedKVStep& step, const StepContext& ctx) const;
+  [[nodiscard]] AdmitOutcome admit(const BoundedKVStep& step, const StepContext& ctx);
+  BoundedKVPlan plan(const BoundedKVStep& step, const StepContext& ctx) const;
+  void commit(const BoundedKVStep& step, const StepContext& ctx);
+  void reset(const std::string& rid, OnReset what);
+  void remove(const std::string& rid);
+
+  const BoundedRequest* find(const std::string& rid) const;
+  const SlotPool& pool() const { return pool_; }
+  int64_t requests() const { return static_cast<int64_t>(requests_.size()); }
+
+ private:
+  const BoundedRequest& known(const std::string& rid, const char* op) const;
+
+  BoundedKVConfig config_;
+  SlotPool pool_;
+  std::map<std::string, BoundedRequest> requests_;
+  std::map<int, int64_t> sources_;  // id -> length
+};
+
+}  // namespace mstar

@@ -1,0 +1,166 @@
+#include "resources/bounded_kv/config.h"
+
+#include <algorithm>
+#include <limits>
+
+#include <yaml-cpp/yaml.h>
+
+#include "config/format_value.h"
+#include "core/errors.h"
+
+namespace mstar {
+
+namespace {
+
+// Slot offsets and read/write ranges travel to the kernels as int32.
+constexpr int64_t kMaxSlotTokens = std::numeric_limits<int32_t>::max();
+
+void require_positive(std::string_view where, std::string_view key, int64_t v) {
+  if (v <= 0) throw ConfigError(fmt::format("{}: {} must be positive, got {}", where, key, v));
+}
+
+// a * L + b without overflow; nullopt when it does not fit.
+std::optional<int64_t> checked_at(const SourceAffine& a, int64_t L) {
+  int64_t prod = 0, sum = 0;
+  if (__builtin_mul_overflow(a.per_source, L, &prod) || __builtin_add_overflow(prod, a.plus, &sum))
+    return std::nullopt;
+  return sum;
+}
+
+}  // namespace
+
+std::string format_rule(const SourceAffine& a) {
+  if (a.per_source == 0) return fmt::format("{}", a.plus);
+  std::string s = a.per_source == 1 ? "source" : fmt::format("{}*source", a.per_source);
+  if (a.plus > 0) s += fmt::format("+{}", a.plus);
+  if (a.plus < 0) s += fmt::format("{}", a.plus);
+  return s;
+}
+
+void BoundedKVConfig::validate(std::string_view where) const {
+  require_positive(where, "num_layers", num_layers);
+  require_positive(where, "num_heads", num_heads);
+  require_positive(where, "head_dim", head_dim);
+  require_positive(where, "rows_per_request", rows_per_request);
+  if (max_slots <= 0)
+    throw ConfigError(fmt::format("{}: max_slots must be at least 1 (a pool of {} slots admits nothing)", where,
+                                  max_slots));
+  if (min_source_len < 0)
+    throw ConfigError(fmt::format("{}: min_source_len must not be negative, got {}", where, min_source_len));
+  if (max_source_len < min_source_len)
+    throw ConfigError(fmt::format("{}: max_source_len {} is below min_source_len {}", where, max_source_len,
+                                  min_source_len));
+  if (max_source_len > kMaxSlotTokens)
+    throw ConfigError(fmt::format("{}: max_source_len {} exceeds the largest addressable length {}", where,
+                                  max_source_len, kMaxSlotTokens));
+  if (query_window && *query_window <= 0)
+    throw ConfigError(fmt::format("{}: query_window must be positive when given, got {}", where, *query_window));
+
+  // Retention at both ends of the allowed range: the rule is affine, so what
+  // holds at the ends holds in between.
+  const std::string rule = fmt::format("{}", retention);
+  for (int64_t L : {min_source_len, max_source_len}) {
+    auto s = checked_at(retention.sink, L);
+    auto w = checked_at(retention.window, L);
+    if (!s || !w)
+      throw ConfigError(fmt::format("{}: retention {} overflows at source length {}", where, rule, L));
+    if (*s < 0)
+      throw ConfigError(fmt::format("{}: retention {} gives a negative sink ({}) at source length {}", where, rule,
+                                    *s, L));
+    if (*w < 0)
+      throw ConfigError(fmt::format("{}: retention {} gives a negative window ({}) at source length {}", where,
+                                    rule, *w, L));
+  }
+  if (max_source_len > min_source_len) {
+    if (retention.sink.per_source < 0)
+      throw ConfigError(fmt::format(
+          "{}: retention {} shrinks as the source grows: sink {} at source length {} but {} at {}", where, rule,
+          retention.sink.at(min_source_len), min_source_len, retention.sink.at(max_source_len), max_source_len));
+    if (retention.window.per_source < 0)
+      throw ConfigError(fmt::format(
+          "{}: retention {} shrinks as the source grows: window {} at source length {} but {} at {}", where, rule,
+          retention.window.at(min_source_len), min_source_len, retention.window.at(max_source_len),
+          max_source_len));
+  }
+  // The slot must hold what the rule keeps for every allowed length, and its
+  // offsets must fit the kernels' int32 table.
+  int64_t slot = 0;
+  if (__builtin_add_overflow(sink_capacity(), window_capacity(), &slot) || slot > kMaxSlotTokens)
+    throw ConfigError(fmt::format(
+        "{}: retention {} needs {} entries per slot (sink {} + window {}) at source lengths up to {}, more than a "
+        "slot can address ({})",
+        where, rule, slot, sink_capacity(), window_capacity(), max_source_len, kMaxSlotTokens));
+  int64_t bytes = slot;
+  for (int64_t f : {num_layers, max_slots, rows_per_request, num_heads, 2 * head_dim,
+                    static_cast<int64_t>(dtype_size(dtype))})
+    if (__builtin_mul_overflow(bytes, f, &bytes) || bytes > (int64_t{1} << 50))
+      throw ConfigError(fmt::format("{}: the slot pool would need more than 2^50 bytes (max_slots {}, slot_tokens {})",
+                                    where, max_slots, slot));
+}
+
+SinkWindow BoundedKVConfig::retention_for(int64_t source_len) const {
+  MSTAR_ASSERT(source_len >= min_source_len && source_len <= max_source_len,
+               fmt::format("retention_for({}) outside [{}, {}]", source_len, min_source_len, max_source_len));
+  return retention.at(source_len);
+}
+
+int64_t BoundedKVConfig::sink_capacity() const {
+  int64_t cap = 0;
+  for (int64_t L : {min_source_len, max_source_len}) cap = std::max(cap, retention.sink.at(L) - L);
+  return cap;
+}
+
+int64_t BoundedKVConfig::window_capacity() const {
+  return std::max<int64_t>({0, retention.window.at(min_source_len), retention.window.at(max_source_len)});
+}
+
+int64_t BoundedKVConfig::max_retained() const {
+  int64_t m = 0;
+  for (int64_t L : {min_source_len, max_source_len}) m = std::max(m, retention.sink.at(L) + retention.window.at(L));
+  return m;
+}
+
+std::size_t BoundedKVConfig::slot_bytes_per_layer() const {
+  return static_cast<std::size_t>(rows_per_request * num_heads * slot_tokens() * 2 * head_dim) * dtype_size(dtype);
+}
+
+std::size_t BoundedKVConfig::pool_bytes() const {
+  return slot_bytes_per_layer() * static_cast<std::size_t>(max_slots * num_layers);
+}
+
+void BoundedKVSpec::apply_overrides(std::optional<int64_t> max_slots) {
+  if (!max_slots) return;
+  BoundedKVConfig patched = config;
+  patched.max_slots = *max_slots;
+  patched.validate(fmt::format("resource '{}'", resource_key));
+  config = patched;
+}
+
+void BoundedKVSpec::apply_yaml_overrides(const YAML::Node& block) {
+  const std::string where = fmt::format("resource '{}'", resource_key);
+  if (!block || block.IsNull()) return;
+  if (!block.IsMap()) throw ConfigError(fmt::format("{}: overrides must be a mapping of key: value", where));
+  std::optional<int64_t> max_slots;
+  for (const auto& kv : block) {
+    const std::string key = kv.first.as<std::string>();
+    if (key != "max_slots")
+      throw ConfigError(fmt::format(
+          "{}: '{}' cannot be overridden by a deployment; a bounded_kv resource accepts only max_slots "
+          "(the rest of its geometry is a fact of the model)",
+          where, key));
+    try {
+      max_slots = kv.second.as<int64_t>();
+    } catch (const YAML::Exception&) {
+      throw ConfigError(fmt::format("{}: max_slots must be an integer, got '{}'", where,
+                                    kv.second.IsScalar() ? kv.second.Scalar() : std::string("a non-scalar")));
+    }
+  }
+  apply_overrides(max_slots);
+}
+
+}  // namespace mstar
+
+fmt::format_context::iterator fmt::formatter<mstar::BoundedKVConfig>::format(const mstar::BoundedKVConfig& c,
+                                                                            format_context& ctx) const {
+  return fmt::formatter<std::string>::format(fmt::format("BoundedKVConfig{{{}}}", mstar::format_fields(c)), ctx);
+}

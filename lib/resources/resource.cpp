@@ -1,0 +1,28 @@
+#include "resources/resource.h"
+
+namespace mstar {
+
+const char* to_string(AdmitOutcome::Kind k) {
+  switch (k) {
+    case AdmitOutcome::Kind::ok: return "ok";
+    case AdmitOutcome::Kind::retry: return "retry";
+    case AdmitOutcome::Kind::refused: return "refused";
+  }
+  return "?";
+}
+
+void StepContext::add_rows(const std::string& rid, int n) {
+  for (int i = 0; i < n; ++i) {
+    request_ids.push_back(rid);
+    is_padding.push_back(0);
+  }
+}
+
+void StepContext::add_padding(int n) {
+  for (int i = 0; i < n; ++i) {
+    request_ids.emplace_back();
+    is_padding.push_back(1);
+  }
+}
+
+}  // namespace mstar
