@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "core/errors.h"
 #include "cpu/bounded_attention_cpu.h"
 
 namespace mstar::kernels {
@@ -11,14 +12,7 @@ namespace {
 
 using UnitFn = void (*)(const BoundedAttentionParams&, int32_t, int32_t, const CpuScratch&);
 
-UnitFn pick_unit() {
-#if defined(__x86_64__)
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
-    return &avx2::attend_unit;
-#endif
-  return &generic::attend_unit;
-}
+UnitFn unit_for(CpuIsa isa) { return isa == CpuIsa::avx2 ? &avx2::attend_unit : &generic::attend_unit; }
 
 void store_unit(const BoundedAttentionParams& p, int32_t r, int32_t h) {
   const BoundedRowTable& t = p.table[r];
@@ -43,8 +37,24 @@ void store_unit(const BoundedAttentionParams& p, int32_t r, int32_t h) {
 
 }  // namespace
 
+bool cpu_supports(CpuIsa isa) {
+  if (isa == CpuIsa::generic) return true;
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+#else
+  return false;
+#endif
+}
+
 void bounded_attention_cpu(const BoundedAttentionParams& p) {
-  static const UnitFn unit = pick_unit();
+  static const CpuIsa best = cpu_supports(CpuIsa::avx2) ? CpuIsa::avx2 : CpuIsa::generic;
+  bounded_attention_cpu_isa(p, best);
+}
+
+void bounded_attention_cpu_isa(const BoundedAttentionParams& p, CpuIsa isa) {
+  MSTAR_ASSERT(cpu_supports(isa), "bounded_attention_cpu_isa: this processor lacks the instruction set");
+  const UnitFn unit = unit_for(isa);
   const int32_t H = p.num_kv_heads, D = p.head_dim;
   const int32_t group = p.num_q_heads / H;
 

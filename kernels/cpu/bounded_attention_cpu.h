@@ -19,6 +19,12 @@ struct CpuScratch {
 
 constexpr int32_t kCpuChunk = 64;
 
+// Instruction sets the cpu backend has bodies for. The backend picks the best
+// one this processor supports; tests name one to cover every body.
+enum class CpuIsa : unsigned char { generic, avx2 };
+bool cpu_supports(CpuIsa isa);
+void bounded_attention_cpu_isa(const BoundedAttentionParams& p, CpuIsa isa);
+
 namespace generic {
 void attend_unit(const BoundedAttentionParams& p, int32_t r, int32_t h, const CpuScratch& s);
 }
