@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "core/buffer.h"
-#include "cpu/bounded_attention_cpu.h"
+#include "cpu/attention_cpu.h"
 #include "support.h"
 
 using namespace mstar;

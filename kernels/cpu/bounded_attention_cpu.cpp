@@ -1,30 +1,25 @@
-// The cpu backend: picks the unit body for this processor once, spreads the
-// (row, KV head) units over OpenMP threads, then stores the step's entries.
+// The cpu backend for bounded attention: spreads the (row, KV head) units
+// over OpenMP threads, then stores the step's entries.
 #include <algorithm>
 #include <vector>
 
 #include "core/errors.h"
-#include "cpu/bounded_attention_cpu.h"
+#include "cpu/attention_cpu.h"
 
 namespace mstar::kernels {
 
 namespace {
-
-using UnitFn = void (*)(const BoundedAttentionParams&, int32_t, int32_t, const CpuScratch&);
-
-UnitFn unit_for(CpuIsa isa) { return isa == CpuIsa::avx2 ? &avx2::attend_unit : &generic::attend_unit; }
 
 void store_unit(const BoundedAttentionParams& p, int32_t r, int32_t h) {
   const BoundedRowTable& t = p.table[r];
   const BoundedRowAddress& a = p.address[r];
   const int32_t D = p.head_dim;
   const int32_t kv0 = p.kv_indptr[r];
-  const std::size_t esize = dtype_size(p.kv_dtype);
+  const auto es = static_cast<int64_t>(dtype_size(p.kv_dtype));
   for (const KVWrite& w : t.writes) {
     for (int32_t i = 0; i < w.len; ++i) {
       const int32_t j = w.fresh + i * w.fresh_step;
-      void* e = static_cast<unsigned char*>(a.slot) +
-                (h * a.slot_head_stride + static_cast<int64_t>(w.start + i) * 2 * D) * static_cast<int64_t>(esize);
+      void* e = static_cast<unsigned char*>(a.slot) + (h * a.slot_head_stride + static_cast<int64_t>(w.start + i) * 2 * D) * es;
       const float* kk = p.k + (kv0 + j) * p.kv_token_stride + h * p.kv_head_stride;
       const float* vv = p.v + (kv0 + j) * p.kv_token_stride + h * p.kv_head_stride;
       for (int32_t d = 0; d < D; ++d) {
@@ -37,24 +32,11 @@ void store_unit(const BoundedAttentionParams& p, int32_t r, int32_t h) {
 
 }  // namespace
 
-bool cpu_supports(CpuIsa isa) {
-  if (isa == CpuIsa::generic) return true;
-#if defined(__x86_64__)
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-#else
-  return false;
-#endif
-}
-
-void bounded_attention_cpu(const BoundedAttentionParams& p) {
-  static const CpuIsa best = cpu_supports(CpuIsa::avx2) ? CpuIsa::avx2 : CpuIsa::generic;
-  bounded_attention_cpu_isa(p, best);
-}
+void bounded_attention_cpu(const BoundedAttentionParams& p) { bounded_attention_cpu_isa(p, best_cpu_isa()); }
 
 void bounded_attention_cpu_isa(const BoundedAttentionParams& p, CpuIsa isa) {
   MSTAR_ASSERT(cpu_supports(isa), "bounded_attention_cpu_isa: this processor lacks the instruction set");
-  const UnitFn unit = unit_for(isa);
+  const auto unit = isa == CpuIsa::avx2 ? &avx2::bounded_unit : &generic::bounded_unit;
   const int32_t H = p.num_kv_heads, D = p.head_dim;
   const int32_t group = p.num_q_heads / H;
 
@@ -75,19 +57,10 @@ void bounded_attention_cpu_isa(const BoundedAttentionParams& p, CpuIsa isa) {
 
 #pragma omp parallel num_threads(p.threads) if (units > 1)
   {
-    std::vector<float> buf(static_cast<size_t>(2 * max_qn * D + 2 * max_qn + 2 * kCpuChunk * D + kCpuChunk));
-    std::vector<int32_t> visible(static_cast<size_t>(max_qn));
-    float* b = buf.data();
-    const CpuScratch s{b,
-                       b + max_qn * D,
-                       b + 2 * max_qn * D,
-                       b + 2 * max_qn * D + max_qn,
-                       b + 2 * max_qn * D + 2 * max_qn,
-                       b + 2 * max_qn * D + 2 * max_qn + kCpuChunk * D,
-                       b + 2 * max_qn * D + 2 * max_qn + 2 * kCpuChunk * D,
-                       visible.data()};
+    const CpuScratchBuffer scratch(max_qn, D);
 #pragma omp for schedule(dynamic, 1)
-    for (int64_t u = 0; u < units; ++u) unit(p, rows[static_cast<size_t>(u / H)], static_cast<int32_t>(u % H), s);
+    for (int64_t u = 0; u < units; ++u)
+      unit(p, rows[static_cast<size_t>(u / H)], static_cast<int32_t>(u % H), scratch.get());
   }
 
   // Every read above is done; now the step's entries may overwrite the ring.

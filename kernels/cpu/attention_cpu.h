@@ -1,0 +1,56 @@
+#pragma once
+// Internal to the cpu backend: the per-ISA unit bodies and their scratch.
+#include <vector>
+
+#include "bounded_attention.h"
+#include "ring_attention.h"
+
+namespace mstar::kernels {
+
+// Per-thread scratch for one unit (one row's KV head with its whole query
+// group), owned by the dispatchers so the ISA-specific files allocate nothing.
+struct CpuScratch {
+  float* qblock;     // [qn, D] queries, pre-scaled
+  float* acc;        // [qn, D]
+  float* m;          // [qn] running max
+  float* l;          // [qn] running denominator
+  float* kbuf;       // [chunk, D]
+  float* vbuf;       // [chunk, D]
+  float* scores;     // [chunk]
+  int32_t* visible;  // [qn]
+};
+
+constexpr int32_t kCpuChunk = 64;
+
+// Owns the scratch for queries of up to max_qn rows of head_dim D.
+class CpuScratchBuffer {
+ public:
+  CpuScratchBuffer(int32_t max_qn, int32_t D);
+  const CpuScratch& get() const { return s_; }
+
+ private:
+  std::vector<float> f_;
+  std::vector<int32_t> i_;
+  CpuScratch s_{};
+};
+
+// Instruction sets the cpu backend has bodies for. The backend picks the best
+// one this processor supports; tests name one to cover every body.
+enum class CpuIsa : unsigned char { generic, avx2 };
+bool cpu_supports(CpuIsa isa);
+CpuIsa best_cpu_isa();
+void bounded_attention_cpu_isa(const BoundedAttentionParams& p, CpuIsa isa);
+void ring_attention_cpu_isa(const RingAttentionParams& p, CpuIsa isa);
+
+#define MSTAR_CPU_UNITS                                                                         \
+  void bounded_unit(const BoundedAttentionParams& p, int32_t r, int32_t h, const CpuScratch& s); \
+  void ring_unit(const RingAttentionParams& p, int32_t r, int32_t h, const CpuScratch& s);
+namespace generic {
+MSTAR_CPU_UNITS
+}
+namespace avx2 {
+MSTAR_CPU_UNITS
+}
+#undef MSTAR_CPU_UNITS
+
+}  // namespace mstar::kernels
