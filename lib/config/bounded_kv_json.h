@@ -14,4 +14,7 @@ namespace mstar {
 BoundedKVConfig bounded_kv_config_from_json(const nlohmann::json& j, std::string_view where);
 nlohmann::json to_json(const BoundedKVConfig& c);
 
+void read_json(const nlohmann::json& j, std::string_view where, std::string_view key, RetentionRule& out);
+nlohmann::json write_json(const RetentionRule& r);
+
 }  // namespace mstar

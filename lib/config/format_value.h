@@ -4,6 +4,9 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
+
+#include "config/fields.h"
 
 #include <fmt/format.h>
 
@@ -17,6 +20,13 @@ inline std::string format_value(bool v) { return v ? "true" : "false"; }
 template <class T>
 std::string format_value(const std::optional<T>& v) {
   return v ? format_value(*v) : std::string("none");
+}
+
+template <class T>
+std::string format_value(const std::vector<T>& v) {
+  std::string out = "[";
+  for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + format_value(v[i]);
+  return out + "]";
 }
 
 // "name: value, name: value" over a config's declared fields.

@@ -1,0 +1,91 @@
+#include "resources/ring_kv/config.h"
+
+#include <limits>
+
+#include <yaml-cpp/yaml.h>
+
+#include "config/format_value.h"
+#include "core/errors.h"
+
+namespace mstar {
+
+void RingKVConfig::validate(std::string_view where) const {
+  auto positive = [&](std::string_view key, int64_t v) {
+    if (v <= 0) throw ConfigError(fmt::format("{}: {} must be positive, got {}", where, key, v));
+  };
+  positive("num_layers", num_layers);
+  positive("num_kv_heads", num_kv_heads);
+  positive("head_dim", head_dim);
+  positive("tokens_per_frame", tokens_per_frame);
+  if (num_sessions <= 0)
+    throw ConfigError(fmt::format("{}: num_sessions must be at least 1 (a pool of {} sessions admits nothing)", where,
+                                  num_sessions));
+  if (static_cast<int64_t>(layers.size()) != num_layers)
+    throw ConfigError(fmt::format("{}: layers has {} geometries but num_layers is {}", where, layers.size(),
+                                  num_layers));
+  for (size_t l = 0; l < layers.size(); ++l) {
+    const RingGeometry& g = layers[l];
+    if (g.ring_frames <= 0)
+      throw ConfigError(fmt::format("{}: layers[{}].ring_frames must be positive, got {}", where, l, g.ring_frames));
+    if (g.ring_buckets <= 0 || g.ring_buckets > g.ring_frames)
+      throw ConfigError(fmt::format("{}: layers[{}].ring_buckets must be in [1, ring_frames = {}], got {}", where, l,
+                                    g.ring_frames, g.ring_buckets));
+    if (g.pinned_dilation < 1)
+      throw ConfigError(fmt::format("{}: layers[{}].pinned_dilation must be at least 1, got {}", where, l,
+                                    g.pinned_dilation));
+    // Every size below must fit: slots per layer and bytes of the buffer.
+    int64_t slots = 0, bytes = 0;
+    if (__builtin_mul_overflow(g.ring_frames + 1, tokens_per_frame, &slots) ||
+        __builtin_mul_overflow(slots, total_sessions(), &slots) ||
+        __builtin_mul_overflow(slots, 2 * num_kv_heads * head_dim, &bytes) ||
+        __builtin_mul_overflow(bytes, static_cast<int64_t>(dtype_size(dtype)), &bytes) || bytes > (int64_t{1} << 50))
+      throw ConfigError(fmt::format("{}: layers[{}] would need more than 2^50 bytes ({} sessions of {} frames of {} "
+                                    "tokens)",
+                                    where, l, total_sessions(), g.ring_frames + 1, tokens_per_frame));
+  }
+}
+
+int64_t RingKVConfig::capacity(int64_t layer) const {
+  return (layers[static_cast<size_t>(layer)].ring_frames + 1) * tokens_per_frame;
+}
+
+std::size_t RingKVConfig::layer_bytes(int64_t layer) const {
+  return static_cast<std::size_t>(2 * num_kv_heads * total_slots(layer) * head_dim) * dtype_size(dtype);
+}
+
+void RingKVSpec::apply_overrides(std::optional<int64_t> num_sessions) {
+  if (!num_sessions) return;
+  RingKVConfig patched = config;
+  patched.num_sessions = *num_sessions;
+  patched.validate(fmt::format("resource '{}'", resource_key));
+  config = patched;
+}
+
+void RingKVSpec::apply_yaml_overrides(const YAML::Node& block) {
+  const std::string where = fmt::format("resource '{}'", resource_key);
+  if (!block || block.IsNull()) return;
+  if (!block.IsMap()) throw ConfigError(fmt::format("{}: overrides must be a mapping of key: value", where));
+  std::optional<int64_t> sessions;
+  for (const auto& kv : block) {
+    const std::string key = kv.first.as<std::string>();
+    if (key != "num_sessions")
+      throw ConfigError(fmt::format(
+          "{}: '{}' cannot be overridden by a deployment; a ring_kv resource accepts only num_sessions "
+          "(its geometry is a fact of the checkpoint the model was trained with)",
+          where, key));
+    try {
+      sessions = kv.second.as<int64_t>();
+    } catch (const YAML::Exception&) {
+      throw ConfigError(fmt::format("{}: num_sessions must be an integer, got '{}'", where,
+                                    kv.second.IsScalar() ? kv.second.Scalar() : std::string("a non-scalar")));
+    }
+  }
+  apply_overrides(sessions);
+}
+
+}  // namespace mstar
+
+fmt::format_context::iterator fmt::formatter<mstar::RingKVConfig>::format(const mstar::RingKVConfig& c,
+                                                                         format_context& ctx) const {
+  return fmt::formatter<std::string>::format(fmt::format("RingKVConfig{{{}}}", mstar::format_fields(c)), ctx);
+}

@@ -1,0 +1,105 @@
+#pragma once
+// What a world model declares about its ring KV cache
+// (../shared/design/kv-semantics.md, "Ring KV", pins the arithmetic).
+//
+// Each layer keeps, per resident session, a fixed horizon of frame slots
+// overwritten in place: local layers the last few frames at stride 1, global
+// layers a longer horizon at a stride. Nothing grows with the rollout.
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "config/fields.h"
+#include "core/dtype.h"
+
+namespace YAML {
+class Node;
+}
+
+namespace mstar {
+
+// One layer's ring: ring_frames frame slots (plus a scratch frame), of which
+// ring_buckets are addressed, one bucket per pinned_dilation frames.
+struct RingGeometry {
+  int64_t ring_frames = 0;
+  int64_t ring_buckets = 0;
+  int64_t pinned_dilation = 1;
+
+  // Local layers keep the last frames at stride 1; global ones a horizon at a stride.
+  bool is_local() const { return pinned_dilation == 1; }
+  bool operator==(const RingGeometry&) const = default;
+};
+
+struct RingKVConfig {
+  int64_t num_layers = 0;
+  int64_t num_kv_heads = 0;
+  int64_t head_dim = 0;
+  int64_t tokens_per_frame = 0;
+  std::vector<RingGeometry> layers;  // one per layer
+  int64_t num_sessions = 0;          // resident sessions (rollouts), not a batch
+  DType dtype = DType::bf16;
+
+  static constexpr auto fields() {
+    using C = RingKVConfig;
+    return std::make_tuple(
+        field("num_layers", &C::num_layers, Need::required, "attention layers that hold a ring"),
+        field("num_kv_heads", &C::num_kv_heads, Need::required, "KV heads per layer"),
+        field("head_dim", &C::head_dim, Need::required, "entries of one key or value vector"),
+        field("tokens_per_frame", &C::tokens_per_frame, Need::required, "tokens of one frame"),
+        field("layers", &C::layers, Need::required, "one geometry per layer"),
+        field("num_sessions", &C::num_sessions, Need::required, "rollouts resident at once"),
+        field("dtype", &C::dtype, Need::defaulted, "storage dtype: f32, f16 or bf16"));
+  }
+
+  // Throws ConfigError naming `where`, the field (and layer) and the value.
+  void validate(std::string_view where = "ring_kv") const;
+
+  // Resident sessions plus the shared padding session no request owns.
+  int64_t total_sessions() const { return num_sessions + 1; }
+  // Token slots ONE session owns in `layer`'s ring, scratch frame included.
+  int64_t capacity(int64_t layer) const;
+  // Token slots of `layer`'s whole buffer, every session.
+  int64_t total_slots(int64_t layer) const { return total_sessions() * capacity(layer); }
+  // Bytes of `layer`'s K and V storage ([2, H_kv, total_slots, D]).
+  std::size_t layer_bytes(int64_t layer) const;
+
+  bool operator==(const RingKVConfig&) const = default;
+};
+
+// The geometry is a fact of the checkpoint; a deployment tunes only how many
+// rollouts are resident.
+struct RingKVSpec {
+  std::string resource_key;
+  std::set<std::string> nodes;
+  RingKVConfig config;
+
+  // Patches num_sessions from this resource's YAML block; any other key is
+  // refused by name, with the reason.
+  void apply_yaml_overrides(const YAML::Node& block);
+  void apply_overrides(std::optional<int64_t> num_sessions);
+
+  bool operator==(const RingKVSpec&) const = default;
+};
+
+}  // namespace mstar
+
+template <>
+struct fmt::formatter<mstar::RingGeometry> : fmt::formatter<std::string> {
+  auto format(const mstar::RingGeometry& g, format_context& ctx) const {
+    return fmt::formatter<std::string>::format(
+        fmt::format("{{ring_frames: {}, ring_buckets: {}, pinned_dilation: {}}}", g.ring_frames, g.ring_buckets,
+                    g.pinned_dilation),
+        ctx);
+  }
+};
+
+template <>
+struct fmt::formatter<mstar::RingKVConfig> : fmt::formatter<std::string> {
+  format_context::iterator format(const mstar::RingKVConfig& c, format_context& ctx) const;
+};
