@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "core/buffer.h"
+#include "core/errors.h"
 #include "cpu/attention_cpu.h"
 #include "support.h"
 
@@ -95,4 +96,60 @@ TEST_CASE("cpu bodies agree with the reference on odd sizes") {
           }
         }
       }
+}
+
+TEST_CASE("cpu ring bodies agree with the reference on odd sizes") {
+  for (int32_t D : {17, 54, 97})
+    for (DType dt : {DType::f32, DType::f16, DType::bf16}) {
+      CAPTURE(D);
+      CAPTURE(to_string(dt));
+      test::Rng rng(static_cast<uint64_t>(D) * 7 + static_cast<uint64_t>(dt));
+      const int32_t H = 2, Hq = 6, T = 3, rows = 3;
+      const int64_t slots = 97;
+      HostBuffer kv(dt, Shape{2, H, slots, D});
+      for (int64_t i = 0; i < kv.shape().numel(); ++i) store_from_f32(kv.data(), dt, static_cast<size_t>(i), rng.normal());
+      std::vector<int64_t> lo{0, 30, 54}, hi{30, 54, 97};  // each row's session span
+      std::vector<uint8_t> visible(static_cast<size_t>(rows * slots), 0);
+      for (int r = 0; r < rows; ++r)
+        for (int64_t i = lo[static_cast<size_t>(r)]; i < hi[static_cast<size_t>(r)]; ++i)
+          visible[static_cast<size_t>(r * slots + i)] = rng.coin(0.7);
+      std::vector<float> q = rng.normals(static_cast<size_t>(rows * T * Hq * D));
+      RingAttentionParams p;
+      p.rows = rows;
+      p.num_kv_heads = H;
+      p.num_q_heads = Hq;
+      p.head_dim = D;
+      p.q_tokens = T;
+      p.kv_dtype = dt;
+      p.scale = 0.3f;
+      p.keys = kv.data();
+      p.values = static_cast<const unsigned char*>(kv.data()) + H * slots * D * static_cast<int64_t>(dtype_size(dt));
+      p.head_stride = slots * D;
+      p.total_slots = slots;
+      p.visible = visible.data();
+      p.visible_row_stride = slots;
+      p.span_lo = lo.data();
+      p.span_hi = hi.data();
+      p.q = q.data();
+      p.q_token_stride = Hq * D;
+      p.q_head_stride = D;
+      p.out_token_stride = Hq * D;
+      p.out_head_stride = D;
+      std::vector<float> want(q.size()), got(q.size());
+      p.out = want.data();
+      ring_attention(Backend::reference, p);
+      for (CpuIsa isa : {CpuIsa::generic, CpuIsa::avx2}) {
+        if (!cpu_supports(isa)) continue;
+        p.out = got.data();
+        p.threads = 2;
+        ring_attention_cpu_isa(p, isa);
+        CHECK(test::max_abs_diff(got, want) <= 1e-4f);
+      }
+      // A visible slot outside a row's span is refused before any backend runs.
+      visible[static_cast<size_t>(0 * slots + 40)] = 1;
+      p.out = got.data();
+      CHECK_THROWS_WITH_AS(ring_attention(Backend::cpu, p),
+                           "ring_attention: row 0: slot 40 is visible but outside its session span [0, 30)",
+                           InputError);
+    }
 }

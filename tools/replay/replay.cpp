@@ -4,8 +4,10 @@
 #include <vector>
 
 #include "config/bounded_kv_json.h"
+#include "config/ring_kv_json.h"
 #include "core/errors.h"
 #include "resources/bounded_kv/manager.h"
+#include "resources/ring_kv/manager.h"
 
 namespace mstar {
 
@@ -62,6 +64,27 @@ std::vector<std::string> strings(const json& j, const std::string& path) {
   return out;
 }
 
+// ingest / reset / release / remove, applied before a step.
+void lifecycle(const json& st, const std::string& path, Resource& r) {
+  if (st.contains("ingest"))
+    for (const auto& rid : strings(st["ingest"], path + ".ingest")) r.ingest_request(rid);
+  if (st.contains("reset"))
+    for (const auto& rid : strings(st["reset"], path + ".reset")) r.reset_request(rid, OnReset::keep_claim);
+  if (st.contains("release"))
+    for (const auto& rid : strings(st["release"], path + ".release")) r.reset_request(rid, OnReset::release);
+  if (st.contains("remove"))
+    for (const auto& rid : strings(st["remove"], path + ".remove")) r.remove_request(rid);
+}
+
+json nest(const std::vector<float>& flat, const std::vector<int64_t>& shape, size_t depth = 0, size_t offset = 0) {
+  if (depth == shape.size()) return flat[offset];
+  size_t stride = 1;
+  for (size_t i = depth + 1; i < shape.size(); ++i) stride *= static_cast<size_t>(shape[i]);
+  json a = json::array();
+  for (int64_t i = 0; i < shape[depth]; ++i) a.push_back(nest(flat, shape, depth + 1, offset + static_cast<size_t>(i) * stride));
+  return a;
+}
+
 json replay_bounded(const json& trace, const ReplayOptions& options) {
   BoundedKVSpec spec;
   spec.resource_key = "replay";
@@ -97,14 +120,7 @@ json replay_bounded(const json& trace, const ReplayOptions& options) {
     const json& st = steps[si];
     const std::string path = fmt::format("steps[{}]", si);
     json result = json::object();
-    if (st.contains("ingest"))
-      for (const auto& rid : strings(st["ingest"], path + ".ingest")) kv.ingest_request(rid);
-    if (st.contains("reset"))
-      for (const auto& rid : strings(st["reset"], path + ".reset")) kv.reset_request(rid, OnReset::keep_claim);
-    if (st.contains("release"))
-      for (const auto& rid : strings(st["release"], path + ".release")) kv.reset_request(rid, OnReset::release);
-    if (st.contains("remove"))
-      for (const auto& rid : strings(st["remove"], path + ".remove")) kv.remove_request(rid);
+    lifecycle(st, path, kv);
     if (!st.contains("segments")) {  // a lifecycle-only step
       out_steps.push_back(result);
       continue;
@@ -192,26 +208,111 @@ json replay_bounded(const json& trace, const ReplayOptions& options) {
     json jrows = json::array();
     for (int64_t r = 0; r < nrows; ++r) {
       const int64_t ql = q_indptr[static_cast<size_t>(r + 1)] - q_indptr[static_cast<size_t>(r)];
-      json per_layer = json::array();
-      const auto& flat = outs[static_cast<size_t>(r)];
-      for (int64_t layer = 0; layer < layers; ++layer) {
-        json toks = json::array();
-        for (int64_t t = 0; t < ql; ++t) {
-          json heads = json::array();
-          for (int64_t h = 0; h < Hq; ++h) {
-            const auto off = static_cast<size_t>(((layer * ql + t) * Hq + h) * D);
-            heads.push_back(std::vector<float>(flat.begin() + static_cast<long>(off), flat.begin() + static_cast<long>(off + static_cast<size_t>(D))));
-          }
-          toks.push_back(std::move(heads));
-        }
-        per_layer.push_back(std::move(toks));
-      }
-      jrows.push_back(json{{"request", ctx.request_ids[static_cast<size_t>(r)]}, {"out", std::move(per_layer)}});
+      jrows.push_back(json{{"request", ctx.request_ids[static_cast<size_t>(r)]},
+                           {"out", nest(outs[static_cast<size_t>(r)], {layers, ql, Hq, D})}});
     }
     result["rows"] = std::move(jrows);
     out_steps.push_back(std::move(result));
   }
   return json{{"resource", "bounded_kv"},
+              {"backend", std::string(to_string(options.backend))},
+              {"memory_bytes", kv.memory_bytes()},
+              {"steps", std::move(out_steps)}};
+}
+
+json replay_ring(const json& trace, const ReplayOptions& options) {
+  RingKVSpec spec;
+  spec.resource_key = "replay";
+  spec.config = ring_kv_config_from_json(need(trace, "config", "trace"), "trace.config");
+  const RingKVConfig& c = spec.config;
+  RingKVManager kv(spec, RingKVOptions{options.backend, options.threads});
+  const int64_t H = c.num_kv_heads, D = c.head_dim, T = c.tokens_per_frame, layers = c.num_layers;
+  const int64_t Hq = trace.value("query_heads", H);
+  std::optional<float> scale;
+  if (trace.contains("scale")) scale = trace["scale"].get<float>();
+
+  json out_steps = json::array();
+  const json& steps = need(trace, "steps", "trace");
+  for (size_t si = 0; si < steps.size(); ++si) {
+    const json& st = steps[si];
+    const std::string path = fmt::format("steps[{}]", si);
+    lifecycle(st, path, kv);
+    json result = json::object();
+    if (!st.contains("rows")) {
+      out_steps.push_back(result);
+      continue;
+    }
+    RingKVStep step;
+    StepContext ctx;
+    std::vector<int64_t> frame_pos;
+    const json& rows = st["rows"];
+    for (size_t r = 0; r < rows.size(); ++r) {
+      const json& row = rows[r];
+      const std::string rpath = fmt::format("{}.rows[{}]", path, r);
+      const bool padding = row.value("padding", false);
+      frame_pos.push_back(row.value("frame", int64_t{0}));
+      if (padding) {
+        ctx.add_padding(1);
+        continue;
+      }
+      const std::string rid = need(row, "request", rpath).get<std::string>();
+      step.segments.push_back(Segment{rid, row.value("label", std::string("frame")), T});
+      if (row.contains("frame")) step.frames[rid] = row["frame"].get<int64_t>();
+      ctx.add_rows(rid, 1);
+    }
+    const AdmitOutcome adm = kv.admit(step, ctx);
+    result["admit"] = json{{"outcome", to_string(adm.kind)}, {"request", adm.request}, {"reason", adm.reason}};
+    if (!adm.ok()) {
+      out_steps.push_back(result);
+      continue;
+    }
+    const RingPlan plan = kv.plan(step, ctx);
+    const auto B = static_cast<int64_t>(rows.size());
+    json passes_out = json::array();
+    const json& passes = need(st, "passes", path);
+    for (size_t pi = 0; pi < passes.size(); ++pi) {
+      const json& pass = passes[pi];
+      const std::string ppath = fmt::format("{}.passes[{}]", path, pi);
+      const bool commit = pass.value("commit", pi + 1 == passes.size());
+      const json& prow = need(pass, "rows", ppath);
+      if (static_cast<int64_t>(prow.size()) != B) bad(ppath + ".rows", fmt::format("expected {} rows, got {}", B, prow.size()));
+      std::vector<std::vector<float>> outs(static_cast<size_t>(B));
+      for (int64_t layer = 0; layer < layers; ++layer) {
+        std::vector<float> q, k, v;
+        for (int64_t r = 0; r < B; ++r) {
+          const std::string rpath = fmt::format("{}.rows[{}]", ppath, r);
+          const json& row = prow[static_cast<size_t>(r)];
+          for (const char* key : {"q", "k", "v"}) {
+            const json& arr = need(row, key, rpath);
+            if (!arr.is_array() || static_cast<int64_t>(arr.size()) != layers)
+              bad(fmt::format("{}.{}", rpath, key), fmt::format("expected {} layers", layers));
+            const std::vector<int64_t> shape = key[0] == 'q' ? std::vector<int64_t>{T, Hq, D} : std::vector<int64_t>{H, T, D};
+            auto x = numbers(arr[static_cast<size_t>(layer)], shape, fmt::format("{}.{}[{}]", rpath, key, layer));
+            auto& dst = key[0] == 'q' ? q : key[0] == 'k' ? k : v;
+            dst.insert(dst.end(), x.begin(), x.end());
+          }
+        }
+        const RingUpsert up = kv.upsert(layer, plan, f32_view(k.data(), Shape{B, H, T, D}),
+                                        f32_view(v.data(), Shape{B, H, T, D}), frame_pos, UpsertOptions{commit, true});
+        std::vector<float> o(q.size());
+        kv.attend(layer, up, f32_view(q.data(), Shape{B * T, Hq, D}), f32_view(o.data(), Shape{B * T, Hq, D}), scale);
+        for (int64_t r = 0; r < B; ++r)
+          outs[static_cast<size_t>(r)].insert(outs[static_cast<size_t>(r)].end(), o.begin() + r * T * Hq * D,
+                                              o.begin() + (r + 1) * T * Hq * D);
+      }
+      json jrows = json::array();
+      for (int64_t r = 0; r < B; ++r)
+        jrows.push_back(json{{"request", ctx.request_ids[static_cast<size_t>(r)]},
+                             {"session", plan.session[static_cast<size_t>(r)]},
+                             {"frame", frame_pos[static_cast<size_t>(r)]},
+                             {"out", nest(outs[static_cast<size_t>(r)], {layers, T, Hq, D})}});
+      passes_out.push_back(json{{"commit", commit}, {"rows", std::move(jrows)}});
+    }
+    kv.commit(step, ctx);
+    result["passes"] = std::move(passes_out);
+    out_steps.push_back(std::move(result));
+  }
+  return json{{"resource", "ring_kv"},
               {"backend", std::string(to_string(options.backend))},
               {"memory_bytes", kv.memory_bytes()},
               {"steps", std::move(out_steps)}};
@@ -223,7 +324,8 @@ json replay_trace(const json& trace, const ReplayOptions& options) {
   if (!trace.is_object()) throw InputError("trace: expected a JSON object");
   const std::string resource = trace.value("resource", std::string("bounded_kv"));
   if (resource == "bounded_kv") return replay_bounded(trace, options);
-  throw InputError(fmt::format("trace.resource: unknown resource '{}' (expected bounded_kv)", resource));
+  if (resource == "ring_kv") return replay_ring(trace, options);
+  throw InputError(fmt::format("trace.resource: unknown resource '{}' (expected bounded_kv or ring_kv)", resource));
 }
 
 }  // namespace mstar
