@@ -61,13 +61,13 @@ TEST_CASE("a rule of the source length: the whole source plus 4") {
 TEST_CASE("validation names the field and the value") {
   BoundedKVConfig c = small();
   c.num_heads = -2;
-  CHECK(error_of(c) == "tts.kv: num_heads must be positive, got -2");
+  CHECK(error_of(c) == "tts.kv: num_heads must be at least 1, got -2");
   c = small();
   c.max_slots = 0;
-  CHECK(error_of(c) == "tts.kv: max_slots must be at least 1 (a pool of 0 slots admits nothing)");
+  CHECK(error_of(c) == "tts.kv: max_slots must be in [1, 2147483647], got 0");
   c = small();
   c.min_source_len = -1;
-  CHECK(error_of(c) == "tts.kv: min_source_len must not be negative, got -1");
+  CHECK(error_of(c) == "tts.kv: min_source_len must be at least 0, got -1");
   c = small();
   c.min_source_len = 30;
   CHECK(error_of(c) == "tts.kv: max_source_len 20 is below min_source_len 30");
@@ -76,7 +76,7 @@ TEST_CASE("validation names the field and the value") {
   CHECK(error_of(c) == "tts.kv: retention {sink: -1, window: 8} gives a negative sink (-1) at source length 0");
   c = small();
   c.query_window = 0;
-  CHECK(error_of(c) == "tts.kv: query_window must be positive when given, got 0");
+  CHECK(error_of(c) == "tts.kv: query_window must be at least 1, got 0");
 }
 
 TEST_CASE("a rule whose retention shrinks as the source grows is refused") {
@@ -106,7 +106,7 @@ TEST_CASE("deployment overrides: max_slots only, anything else refused by name")
                        "accepts only max_slots (the rest of its geometry is a fact of the model)",
                        ConfigError);
   CHECK_THROWS_WITH_AS(spec.apply_yaml_overrides(YAML::Load("max_slots: 0")),
-                       "resource 'voice_kv': max_slots must be at least 1 (a pool of 0 slots admits nothing)",
+                       "resource 'voice_kv': max_slots must be in [1, 2147483647], got 0",
                        ConfigError);
   CHECK_THROWS_WITH_AS(spec.apply_yaml_overrides(YAML::Load("max_slots: many")),
                        "resource 'voice_kv': max_slots must be an integer, got 'many'", ConfigError);

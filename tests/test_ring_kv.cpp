@@ -214,7 +214,7 @@ TEST_CASE("ring config: sizes, validation messages and overrides") {
   CHECK(c.capacity(1) == 9 * 3);
   CHECK(c.total_slots(1) == 3 * 27);
   c.num_sessions = 0;
-  CHECK(error_of(c) == "world.kv: num_sessions must be at least 1 (a pool of 0 sessions admits nothing)");
+  CHECK(error_of(c) == "world.kv: num_sessions must be in [1, 2147483646], got 0");
   c = small_config();
   c.layers.pop_back();
   CHECK(error_of(c) == "world.kv: layers has 1 geometries but num_layers is 2");
@@ -226,7 +226,7 @@ TEST_CASE("ring config: sizes, validation messages and overrides") {
   CHECK(error_of(c) == "world.kv: layers[0].pinned_dilation must be at least 1, got 0");
   c = small_config();
   c.tokens_per_frame = -1;
-  CHECK(error_of(c) == "world.kv: tokens_per_frame must be positive, got -1");
+  CHECK(error_of(c) == "world.kv: tokens_per_frame must be at least 1, got -1");
 
   RingKVSpec spec{"world_kv", {"attn.0"}, small_config()};
   spec.apply_yaml_overrides(YAML::Load("num_sessions: 6"));

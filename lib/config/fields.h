@@ -1,20 +1,33 @@
 #pragma once
-// Config fields are declared once, as a tuple of (name, member, need, doc),
-// and that one declaration serves parsing (JSON here, YAML in the manifest
-// loader), printing, equality checks in tests and mstar-check's listing.
+// Config fields are declared once, as a tuple of (name, member, need, doc,
+// range), and that one declaration serves parsing (JSON traces, YAML
+// manifests), printing, validation of ranges and mstar-check's listing.
 //
 //   static constexpr auto fields() {
-//     return std::make_tuple(field("num_layers", &C::num_layers, Need::required, "..."), ...);
+//     return std::make_tuple(field("num_layers", &C::num_layers, Need::required, "...", at_least(1)), ...);
 //   }
+#include <cstdint>
+#include <limits>
 #include <string_view>
 #include <tuple>
 #include <utility>
 
 namespace mstar {
 
-// A required field has no default: a file that leaves it out is an error,
-// never a silent default.
-enum class Need : unsigned char { required, defaulted };
+enum class Need : unsigned char {
+  required,   // no default: a file that leaves it out is an error, never a silent default
+  defaulted,  // has a default in the struct
+  derived,    // required in a standalone config (a JSON trace); in a model
+              // manifest it comes from the architecture and may not be given
+};
+
+// Inclusive bounds of an integer field.
+struct Range {
+  int64_t min = std::numeric_limits<int64_t>::min();
+  int64_t max = std::numeric_limits<int64_t>::max();
+};
+constexpr Range at_least(int64_t lo) { return Range{lo, std::numeric_limits<int64_t>::max()}; }
+constexpr Range any_value() { return Range{}; }
 
 template <class C, class T>
 struct FieldDecl {
@@ -24,11 +37,13 @@ struct FieldDecl {
   T C::*member;
   Need need;
   std::string_view doc;
+  Range range;
 };
 
 template <class C, class T>
-constexpr FieldDecl<C, T> field(std::string_view name, T C::*member, Need need, std::string_view doc) {
-  return {name, member, need, doc};
+constexpr FieldDecl<C, T> field(std::string_view name, T C::*member, Need need, std::string_view doc,
+                                Range range = any_value()) {
+  return {name, member, need, doc, range};
 }
 
 // Calls f(decl) for every field of Config.

@@ -42,7 +42,7 @@ Config config_from_json(const nlohmann::json& j, std::string_view where) {
   for_each_field<Config>([&](const auto& d) {
     auto it = j.find(std::string(d.name));
     if (it == j.end()) {
-      if (d.need == Need::required) json_error(where, d.name, "missing required key");
+      if (d.need != Need::defaulted) json_error(where, d.name, "missing required key");
       return;
     }
     read_json(*it, where, d.name, c.*(d.member));

@@ -5,6 +5,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "config/check_ranges.h"
 #include "config/format_value.h"
 #include "core/errors.h"
 
@@ -14,10 +15,6 @@ namespace {
 
 // Slot offsets and read/write ranges travel to the kernels as int32.
 constexpr int64_t kMaxSlotTokens = std::numeric_limits<int32_t>::max();
-
-void require_positive(std::string_view where, std::string_view key, int64_t v) {
-  if (v <= 0) throw ConfigError(fmt::format("{}: {} must be positive, got {}", where, key, v));
-}
 
 // a * L + b without overflow; nullopt when it does not fit.
 std::optional<int64_t> checked_at(const SourceAffine& a, int64_t L) {
@@ -38,23 +35,10 @@ std::string format_rule(const SourceAffine& a) {
 }
 
 void BoundedKVConfig::validate(std::string_view where) const {
-  require_positive(where, "num_layers", num_layers);
-  require_positive(where, "num_heads", num_heads);
-  require_positive(where, "head_dim", head_dim);
-  require_positive(where, "rows_per_request", rows_per_request);
-  if (max_slots <= 0)
-    throw ConfigError(fmt::format("{}: max_slots must be at least 1 (a pool of {} slots admits nothing)", where,
-                                  max_slots));
-  if (min_source_len < 0)
-    throw ConfigError(fmt::format("{}: min_source_len must not be negative, got {}", where, min_source_len));
+  check_ranges(*this, where);
   if (max_source_len < min_source_len)
     throw ConfigError(fmt::format("{}: max_source_len {} is below min_source_len {}", where, max_source_len,
                                   min_source_len));
-  if (max_source_len > kMaxSlotTokens)
-    throw ConfigError(fmt::format("{}: max_source_len {} exceeds the largest addressable length {}", where,
-                                  max_source_len, kMaxSlotTokens));
-  if (query_window && *query_window <= 0)
-    throw ConfigError(fmt::format("{}: query_window must be positive when given, got {}", where, *query_window));
 
   // Retention at both ends of the allowed range: the rule is affine, so what
   // holds at the ends holds in between.

@@ -91,20 +91,22 @@ struct BoundedKVConfig {
   static constexpr auto fields() {
     using C = BoundedKVConfig;
     return std::make_tuple(
-        field("num_layers", &C::num_layers, Need::required, "attention layers that hold this cache"),
-        field("num_heads", &C::num_heads, Need::required, "KV heads per layer"),
-        field("head_dim", &C::head_dim, Need::required, "entries of one key or value vector"),
+        field("num_layers", &C::num_layers, Need::derived, "attention layers that hold this cache", at_least(1)),
+        field("num_heads", &C::num_heads, Need::derived, "KV heads per layer", at_least(1)),
+        field("head_dim", &C::head_dim, Need::derived, "entries of one key or value vector", at_least(1)),
         field("rows_per_request", &C::rows_per_request, Need::required,
-              "batch rows one request owns (2 for classifier-free guidance)"),
-        field("max_source_len", &C::max_source_len, Need::required, "longest shared source prefix"),
+              "batch rows one request owns (2 for classifier-free guidance)", at_least(1)),
+        field("max_source_len", &C::max_source_len, Need::required, "longest shared source prefix",
+              Range{0, INT32_MAX}),
         field("retention", &C::retention, Need::required,
               "sink and window, constants or affine in the source length"),
-        field("max_slots", &C::max_slots, Need::defaulted, "requests resident at once"),
-        field("min_source_len", &C::min_source_len, Need::defaulted, "shortest allowed source"),
+        field("max_slots", &C::max_slots, Need::defaulted, "requests resident at once", Range{1, INT32_MAX}),
+        field("min_source_len", &C::min_source_len, Need::defaulted, "shortest allowed source", at_least(0)),
         field("dtype", &C::dtype, Need::defaulted, "storage dtype: f32, f16 or bf16"),
         field("reverse_step_order", &C::reverse_step_order, Need::defaulted,
               "a step's entries join the stream last-first"),
-        field("query_window", &C::query_window, Need::defaulted, "most entries one step may write per request"));
+        field("query_window", &C::query_window, Need::defaulted, "most entries one step may write per request",
+              at_least(1)));
   }
 
   // Throws ConfigError naming `where`, the field and the value.

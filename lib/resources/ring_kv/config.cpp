@@ -4,22 +4,14 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "config/check_ranges.h"
 #include "config/format_value.h"
 #include "core/errors.h"
 
 namespace mstar {
 
 void RingKVConfig::validate(std::string_view where) const {
-  auto positive = [&](std::string_view key, int64_t v) {
-    if (v <= 0) throw ConfigError(fmt::format("{}: {} must be positive, got {}", where, key, v));
-  };
-  positive("num_layers", num_layers);
-  positive("num_kv_heads", num_kv_heads);
-  positive("head_dim", head_dim);
-  positive("tokens_per_frame", tokens_per_frame);
-  if (num_sessions <= 0)
-    throw ConfigError(fmt::format("{}: num_sessions must be at least 1 (a pool of {} sessions admits nothing)", where,
-                                  num_sessions));
+  check_ranges(*this, where);
   if (static_cast<int64_t>(layers.size()) != num_layers)
     throw ConfigError(fmt::format("{}: layers has {} geometries but num_layers is {}", where, layers.size(),
                                   num_layers));

@@ -48,12 +48,12 @@ struct RingKVConfig {
   static constexpr auto fields() {
     using C = RingKVConfig;
     return std::make_tuple(
-        field("num_layers", &C::num_layers, Need::required, "attention layers that hold a ring"),
-        field("num_kv_heads", &C::num_kv_heads, Need::required, "KV heads per layer"),
-        field("head_dim", &C::head_dim, Need::required, "entries of one key or value vector"),
-        field("tokens_per_frame", &C::tokens_per_frame, Need::required, "tokens of one frame"),
-        field("layers", &C::layers, Need::required, "one geometry per layer"),
-        field("num_sessions", &C::num_sessions, Need::required, "rollouts resident at once"),
+        field("num_layers", &C::num_layers, Need::derived, "attention layers that hold a ring", at_least(1)),
+        field("num_kv_heads", &C::num_kv_heads, Need::derived, "KV heads per layer", at_least(1)),
+        field("head_dim", &C::head_dim, Need::derived, "entries of one key or value vector", at_least(1)),
+        field("tokens_per_frame", &C::tokens_per_frame, Need::derived, "tokens of one frame", at_least(1)),
+        field("layers", &C::layers, Need::required, "one geometry per layer (or a pattern, in YAML)"),
+        field("num_sessions", &C::num_sessions, Need::required, "rollouts resident at once", Range{1, INT32_MAX - 1}),
         field("dtype", &C::dtype, Need::defaulted, "storage dtype: f32, f16 or bf16"));
   }
 
