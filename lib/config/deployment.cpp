@@ -1,0 +1,179 @@
+#include "config/deployment.h"
+
+#include <fmt/format.h>
+
+#include "config/yaml_read.h"
+#include "config/yaml_source.h"
+#include "core/errors.h"
+
+namespace mstar {
+
+SetOverride parse_set(const std::string& arg) {
+  const auto eq = arg.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw ConfigError(fmt::format("--set '{}': expected dotted.key=value", arg));
+  SetOverride s{arg.substr(0, eq), arg.substr(eq + 1)};
+  size_t start = 0;
+  while (true) {
+    const auto dot = s.key.find('.', start);
+    if ((dot == std::string::npos ? s.key.size() : dot) == start)
+      throw ConfigError(fmt::format("--set '{}': empty part in key '{}'", arg, s.key));
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  return s;
+}
+
+namespace {
+
+// Grafts each --set value into the tree; the grafted nodes report errors
+// under their own text.
+bool apply_sets(YAML::Node root, const std::vector<SetOverride>& sets, YamlContext& ctx, Diagnostics& diags) {
+  bool ok = true;
+  for (const SetOverride& s : sets) {
+    auto value = load_yaml_text(s.value.empty() ? "''" : s.value, s.text(), diags);
+    if (!value) {
+      ok = false;
+      continue;
+    }
+    std::vector<std::string> parts;
+    for (size_t start = 0;;) {
+      const auto dot = s.key.find('.', start);
+      parts.push_back(s.key.substr(start, dot == std::string::npos ? std::string::npos : dot - start));
+      if (dot == std::string::npos) break;
+      start = dot + 1;
+    }
+    YAML::Node node = root;
+    bool placed = true;
+    for (size_t i = 0; i + 1 < parts.size(); ++i) {
+      YAML::Node next = node[parts[i]];
+      if (!next.IsDefined() || next.IsNull()) {
+        node[parts[i]] = YAML::Node(YAML::NodeType::Map);
+        next = node[parts[i]];
+      }
+      if (!next.IsMap()) {
+        diags.error(s.text(), 0, 0, fmt::format("'{}' is not a mapping in the file, so it has no key '{}'",
+                                                fmt::join(parts.begin(), parts.begin() + static_cast<long>(i) + 1, "."),
+                                                parts[i + 1]));
+        placed = false;
+        break;
+      }
+      node.reset(next);
+    }
+    if (!placed) {
+      ok = false;
+      continue;
+    }
+    node[parts.back()] = *value;
+    ctx.graft(node[parts.back()], s.text());
+  }
+  return ok;
+}
+
+bool read_backend(const YAML::Node& n, YamlContext& ctx, Backend& out) {
+  std::string s;
+  if (!read_yaml(n, ctx, "backend", s)) return false;
+  try {
+    out = parse_backend(s, "backend");
+  } catch (const ConfigError& e) {
+    const std::string near = did_you_mean(s, {"reference", "cpu", "cuda"});
+    ctx.error(n, std::string(e.what()) + (near.empty() ? "" : fmt::format("; did you mean '{}'?", near)));
+    return false;
+  }
+  if (!backend_available(out)) {
+    ctx.error(n, fmt::format("backend: '{}' is not built into this binary (it needs a CUDA build)", s));
+    return false;
+  }
+  return true;
+}
+
+void apply_overrides(const MapEntries& overrides, YamlContext& ctx, ModelManifest& m) {
+  for (const auto& [key, block] : overrides.items) {
+    ResourceDecl* decl = nullptr;
+    std::vector<std::string> keys;
+    for (auto& r : m.resources) {
+      keys.push_back(r.key());
+      if (r.key() == key) decl = &r;
+    }
+    if (!decl) {
+      const std::string near = did_you_mean(key, keys);
+      ctx.error(block, fmt::format("resources.{}: the model declares no resource '{}' (it declares: {}){}", key, key,
+                                   keys.empty() ? "none" : fmt::format("{}", fmt::join(keys, ", ")),
+                                   near.empty() ? "" : fmt::format("; did you mean '{}'?", near)));
+      continue;
+    }
+    const bool bounded = std::holds_alternative<BoundedKVSpec>(decl->spec);
+    const std::string allowed = bounded ? "max_slots" : "num_sessions";
+    auto e = read_any_map(block, ctx, "resources." + key);
+    if (!e) continue;
+    for (const auto& [k, v] : e->items) {
+      const std::string path = fmt::format("resources.{}.{}", key, k);
+      if (k != allowed) {
+        ctx.error(v, fmt::format("{}: a deployment may not change '{}': a {} resource accepts only {} (its geometry is "
+                                 "a fact of the model's checkpoint)",
+                                 path, k, decl->type, allowed));
+        continue;
+      }
+      int64_t value = 0;
+      if (!read_yaml(v, ctx, path, value, Range{1, INT32_MAX - 1})) continue;
+      try {
+        std::visit([&](auto& spec) { spec.apply_overrides(value); }, decl->spec);
+      } catch (const ConfigError& err) {
+        ctx.error(v, fmt::format("{}: {}", path, err.what()));
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::optional<ResolvedDeployment> resolve_deployment(const std::filesystem::path& path,
+                                                     const std::vector<SetOverride>& sets, Diagnostics& diags) {
+  const size_t before = diags.all().size();
+  const std::string label = path.string();
+  auto root = load_yaml_file(path, label, diags);
+  if (!root) return std::nullopt;
+  YamlContext ctx(label, diags);
+  if (root->IsMap() && !apply_sets(*root, sets, ctx, diags)) return std::nullopt;
+  auto top = read_map(*root, ctx, "config", {"model", "backend", "kv_dtype", "threads", "resources", "scheduler"});
+  if (!top) return std::nullopt;
+  Deployment d;
+  d.path = path;
+  for (const char* key : {"model", "backend"})
+    if (!top->find(key)) ctx.error(*root, fmt::format("config: missing required key '{}'", key));
+  if (const YAML::Node* n = top->find("model")) read_yaml(*n, ctx, "model", d.model);
+  if (const YAML::Node* n = top->find("backend")) read_backend(*n, ctx, d.backend);
+  if (const YAML::Node* n = top->find("kv_dtype")) {
+    DType t{};
+    if (read_yaml(*n, ctx, "kv_dtype", t)) d.kv_dtype = t;
+  }
+  if (const YAML::Node* n = top->find("threads")) read_yaml(*n, ctx, "threads", d.threads, Range{1, 1024});
+  if (const YAML::Node* n = top->find("scheduler")) read_yaml_fields(*n, ctx, "scheduler", d.scheduler, FieldMode::standalone);
+  std::optional<MapEntries> overrides;
+  if (const YAML::Node* n = top->find("resources")) overrides = read_any_map(*n, ctx, "resources");
+
+  if (d.model.empty()) return std::nullopt;
+  const std::filesystem::path model_path = path.parent_path() / d.model;
+  auto model = load_manifest(model_path, model_path.lexically_normal().string(), diags);
+  if (!model) {
+    ctx.error(*top->find("model"), fmt::format("model: '{}' is not a valid model manifest (see above)", d.model));
+    return std::nullopt;
+  }
+  if (overrides) apply_overrides(*overrides, ctx, *model);
+  if (d.kv_dtype)
+    for (auto& r : model->resources)
+      std::visit(
+          [&](auto& spec) {
+            spec.config.dtype = *d.kv_dtype;
+            try {
+              spec.config.validate(fmt::format("resource '{}'", spec.resource_key));
+            } catch (const ConfigError& e) {
+              ctx.error(*top->find("kv_dtype"), fmt::format("kv_dtype: {}", e.what()));
+            }
+          },
+          r.spec);
+  if (diags.all().size() != before) return std::nullopt;
+  return ResolvedDeployment{d, std::move(*model)};
+}
+
+}  // namespace mstar

@@ -1,0 +1,65 @@
+#pragma once
+// A deployment (configs/*.yaml): which model to run, on what backend, with
+// what overrides of the model's resources, and how to schedule. The model's
+// geometry is the manifest's; a deployment only tunes what suits the machine.
+//
+//   model: ../models/tiny-tts.yaml     # relative to this file
+//   backend: cpu                       # reference | cpu | cuda
+//   kv_dtype: bf16                     # optional: every resource's storage dtype
+//   threads: 2
+//   resources:
+//     voice_kv: {max_slots: 8}         # bounded_kv: max_slots; ring_kv: num_sessions
+//   scheduler: {max_batch: 16}
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "backend.h"
+#include "config/diagnostics.h"
+#include "config/fields.h"
+#include "models/manifest.h"
+
+namespace mstar {
+
+struct SchedulerSettings {
+  int64_t max_batch = 16;  // rows per step
+
+  static constexpr auto fields() {
+    using C = SchedulerSettings;
+    return std::make_tuple(field("max_batch", &C::max_batch, Need::defaulted, "rows per step", Range{1, 1 << 16}));
+  }
+};
+
+struct Deployment {
+  std::filesystem::path path;    // the config file
+  std::string model;             // as written (relative to the config)
+  Backend backend = Backend::cpu;
+  std::optional<DType> kv_dtype;
+  int64_t threads = 1;
+  SchedulerSettings scheduler;
+};
+
+// A deployment with its manifest loaded and its overrides applied.
+struct ResolvedDeployment {
+  Deployment deployment;
+  ModelManifest model;
+};
+
+// "dotted.key=value" overrides, applied on top of the file.
+struct SetOverride {
+  std::string key;    // dotted path
+  std::string value;  // YAML text
+  std::string text() const { return "--set " + key + "=" + value; }
+};
+// Splits "a.b=c"; throws ConfigError for a malformed one (a usage error).
+SetOverride parse_set(const std::string& arg);
+
+// Everything wrong goes to diags (all of it, with places); nullopt when
+// anything was.
+std::optional<ResolvedDeployment> resolve_deployment(const std::filesystem::path& path,
+                                                     const std::vector<SetOverride>& sets, Diagnostics& diags);
+
+}  // namespace mstar

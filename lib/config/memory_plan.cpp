@@ -1,0 +1,161 @@
+#include "config/memory_plan.h"
+
+#include <fmt/format.h>
+
+#include "config/bounded_kv_json.h"
+#include "config/json_fields.h"
+#include "config/ring_kv_json.h"
+#include "models/tensors.h"
+#include "resources/ring_kv/memory.h"
+
+namespace mstar {
+
+using nlohmann::json;
+
+namespace {
+
+json geometry_json(const RingGeometry& g) {
+  return json{{"ring_frames", g.ring_frames}, {"ring_buckets", g.ring_buckets}, {"pinned_dilation", g.pinned_dilation}};
+}
+
+json bounded_json(const BoundedKVSpec& s) {
+  const BoundedKVConfig& c = s.config;
+  const auto per_slot = c.slot_bytes_per_layer() * static_cast<std::size_t>(c.num_layers);
+  return json{{"resource_key", s.resource_key},
+              {"type", "bounded_kv"},
+              {"layers", c.num_layers},
+              {"config", to_json(c)},
+              {"slot_tokens", c.slot_tokens()},
+              {"sink_capacity", c.sink_capacity()},
+              {"window_capacity", c.window_capacity()},
+              {"max_retained_per_request", c.max_retained()},
+              {"slots", c.max_slots},
+              {"bytes_per_slot", per_slot},
+              {"total_bytes", c.pool_bytes()}};
+}
+
+json ring_json(const RingKVSpec& s) {
+  const RingKVConfig& c = s.config;
+  const RingMemoryReport rep = ring_memory(c);
+  json groups = json::array();
+  for (const auto& g : rep.groups)
+    groups.push_back(json{{"kind", g.kind},
+                          {"geometry", geometry_json(g.geometry)},
+                          {"layers", g.layers},
+                          {"frames_per_session", g.frames_per_session},
+                          {"addressed_frames", g.geometry.ring_buckets + 1},
+                          {"bytes", g.bytes}});
+  json cfg = to_json(c);
+  cfg.erase("layers");  // shown by group
+  return json{{"resource_key", s.resource_key}, {"type", "ring_kv"},
+              {"layers", c.num_layers},        {"config", cfg},
+              {"groups", groups},              {"sessions", c.num_sessions},
+              {"bytes_per_session", rep.bytes_per_session},
+              {"total_bytes", rep.total_bytes}};
+}
+
+std::string bytes(uint64_t b) {
+  if (b >= (1ull << 30)) return fmt::format("{} ({:.2f} GiB)", b, static_cast<double>(b) / (1ull << 30));
+  if (b >= (1ull << 20)) return fmt::format("{} ({:.2f} MiB)", b, static_cast<double>(b) / (1ull << 20));
+  if (b >= (1ull << 10)) return fmt::format("{} ({:.1f} KiB)", b, static_cast<double>(b) / (1ull << 10));
+  return fmt::format("{}", b);
+}
+
+}  // namespace
+
+json memory_plan_json(const ResolvedDeployment& r) {
+  const ModelManifest& m = r.model;
+  const Deployment& d = r.deployment;
+  json arch = config_to_json(m.arch.common);
+  if (m.kind == ModelKind::tts) arch.update(config_to_json(m.arch.tts));
+  else arch.update(config_to_json(m.arch.world));
+  const std::size_t wbytes = weights_bytes(m.kind, m.arch, m.weights.dtype);
+  json weights{{"dtype", std::string(to_string(m.weights.dtype))}, {"bytes", wbytes},
+               {"tensors", expected_tensors(m.kind, m.arch).size()}};
+  if (m.weights.dummy_seed) weights["dummy_seed"] = *m.weights.dummy_seed;
+  else weights["file"] = m.weights.file;
+  json resources = json::array();
+  std::size_t kv = 0;
+  for (const auto& res : m.resources) {
+    json j = std::visit(
+        [](const auto& spec) {
+          if constexpr (std::is_same_v<std::decay_t<decltype(spec)>, BoundedKVSpec>) return bounded_json(spec);
+          else return ring_json(spec);
+        },
+        res.spec);
+    kv += j["total_bytes"].get<std::size_t>();
+    resources.push_back(std::move(j));
+  }
+  return json{{"config", d.path.string()},
+              {"model", json{{"path", m.path.lexically_normal().string()},
+                             {"name", m.name},
+                             {"kind", std::string(to_string(m.kind))},
+                             {"architecture", arch},
+                             {"weights", weights}}},
+              {"deployment", json{{"backend", std::string(to_string(d.backend))},
+                                  {"threads", d.threads},
+                                  {"kv_dtype", d.kv_dtype ? json(std::string(to_string(*d.kv_dtype))) : json(nullptr)},
+                                  {"scheduler", config_to_json(d.scheduler)}}},
+              {"resources", resources},
+              {"totals", json{{"kv_bytes", kv}, {"weights_bytes", wbytes}, {"total_bytes", kv + wbytes}}}};
+}
+
+std::string memory_plan_text(const json& p) {
+  std::string o;
+  const json& m = p["model"];
+  const json& d = p["deployment"];
+  o += fmt::format("config      {}\n", p["config"].get<std::string>());
+  o += fmt::format("model       {} ({}, kind {})\n", m["path"].get<std::string>(), m["name"].get<std::string>(),
+                   m["kind"].get<std::string>());
+  std::string arch;
+  for (const auto& [k, v] : m["architecture"].items()) arch += fmt::format("{}{} {}", arch.empty() ? "" : ", ", k, v.dump());
+  o += fmt::format("            {}\n", arch);
+  o += fmt::format("deployment  backend {}, threads {}, kv_dtype {}, max_batch {}\n", d["backend"].get<std::string>(),
+                   d["threads"].get<int64_t>(), d["kv_dtype"].is_null() ? "as declared" : d["kv_dtype"].get<std::string>(),
+                   d["scheduler"]["max_batch"].get<int64_t>());
+  for (const json& r : p["resources"]) {
+    const json& c = r["config"];
+    o += fmt::format("\nresource    {} ({}, {} layers, {})\n", r["resource_key"].get<std::string>(),
+                     r["type"].get<std::string>(), r["layers"].get<int64_t>(), c["dtype"].get<std::string>());
+    if (r["type"] == "bounded_kv") {
+      o += fmt::format("  geometry  {} heads x head_dim {}, {} row(s) per request, sources {}..{} entries\n",
+                       c["num_heads"].get<int64_t>(), c["head_dim"].get<int64_t>(),
+                       c["rows_per_request"].get<int64_t>(), c["min_source_len"].get<int64_t>(),
+                       c["max_source_len"].get<int64_t>());
+      RetentionRule rule;
+      read_json(c["retention"], "plan", "retention", rule);
+      o += fmt::format("  retention {}\n", rule);
+      o += fmt::format("  per request retains at most {} entries; a slot holds {} (sink {} + window {})\n",
+                       r["max_retained_per_request"].get<int64_t>(), r["slot_tokens"].get<int64_t>(),
+                       r["sink_capacity"].get<int64_t>(), r["window_capacity"].get<int64_t>());
+      o += fmt::format("  bytes     {} per slot x {} slots = {}\n", bytes(r["bytes_per_slot"].get<uint64_t>()),
+                       r["slots"].get<int64_t>(), bytes(r["total_bytes"].get<uint64_t>()));
+    } else {
+      o += fmt::format("  geometry  {} kv heads x head_dim {}, {} tokens per frame\n", c["num_kv_heads"].get<int64_t>(),
+                       c["head_dim"].get<int64_t>(), c["tokens_per_frame"].get<int64_t>());
+      for (const json& g : r["groups"]) {
+        const json& geo = g["geometry"];
+        o += fmt::format("  {:<9} {} layers: ring_frames {}, ring_buckets {}, dilation {}: {} frames per session "
+                         "({} addressed), {}\n",
+                         g["kind"].get<std::string>(), g["layers"].size(), geo["ring_frames"].get<int64_t>(),
+                         geo["ring_buckets"].get<int64_t>(), geo["pinned_dilation"].get<int64_t>(),
+                         g["frames_per_session"].get<int64_t>(), g["addressed_frames"].get<int64_t>(),
+                         bytes(g["bytes"].get<uint64_t>()));
+      }
+      o += fmt::format("  bytes     {} per session x ({} sessions + 1 padding) = {}\n",
+                       bytes(r["bytes_per_session"].get<uint64_t>()), r["sessions"].get<int64_t>(),
+                       bytes(r["total_bytes"].get<uint64_t>()));
+    }
+  }
+  const json& w = m["weights"];
+  o += fmt::format("\nweights     {} tensors, {}, {} = {}\n", w["tensors"].get<int64_t>(), w["dtype"].get<std::string>(),
+                   w.contains("file") ? "file " + w["file"].get<std::string>()
+                                      : fmt::format("dummy seed {}", w["dummy_seed"].get<int64_t>()),
+                   bytes(w["bytes"].get<uint64_t>()));
+  const json& t = p["totals"];
+  o += fmt::format("total       KV {} + weights {} = {}\n", bytes(t["kv_bytes"].get<uint64_t>()),
+                   bytes(t["weights_bytes"].get<uint64_t>()), bytes(t["total_bytes"].get<uint64_t>()));
+  return o;
+}
+
+}  // namespace mstar

@@ -1,0 +1,17 @@
+#pragma once
+// What a resolved deployment will cost, computed without allocating: per
+// resource its geometry and bytes, the weights' bytes, and the total. The
+// JSON object is the plan; the text is a rendering of it, so the two never
+// disagree.
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "config/deployment.h"
+
+namespace mstar {
+
+nlohmann::json memory_plan_json(const ResolvedDeployment& r);
+std::string memory_plan_text(const nlohmann::json& plan);
+
+}  // namespace mstar

@@ -1,0 +1,74 @@
+#include "models/safetensors.h"
+
+#include <fstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/errors.h"
+
+namespace mstar {
+
+std::string safetensors_dtype(DType t) {
+  switch (t) {
+    case DType::f32: return "F32";
+    case DType::f16: return "F16";
+    case DType::bf16: return "BF16";
+  }
+  return "?";
+}
+
+SafetensorsHeader read_safetensors_header(const std::filesystem::path& path) {
+  const std::string name = path.string();
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    throw InputError(fmt::format("{}: no such weights file (or not a regular file)", name));
+  SafetensorsHeader h;
+  h.file_size = std::filesystem::file_size(path, ec);
+  std::ifstream in(path, std::ios::binary);
+  unsigned char len_bytes[8];
+  if (!in.read(reinterpret_cast<char*>(len_bytes), 8))
+    throw InputError(fmt::format("{}: too short to be a safetensors file", name));
+  uint64_t len = 0;
+  for (int i = 7; i >= 0; --i) len = (len << 8) | len_bytes[i];
+  constexpr uint64_t kMaxHeader = 100u << 20;
+  if (len == 0 || len > kMaxHeader || 8 + len > h.file_size)
+    throw InputError(fmt::format("{}: header length {} does not fit the file ({} bytes)", name, len, h.file_size));
+  std::string text(len, '\0');
+  if (!in.read(text.data(), static_cast<std::streamsize>(len)))
+    throw InputError(fmt::format("{}: cannot read the {}-byte header", name, len));
+  h.data_offset = 8 + len;
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(fmt::format("{}: the header is not JSON ({})", name, e.what()));
+  }
+  if (!j.is_object()) throw InputError(fmt::format("{}: the header is not a JSON object", name));
+  const uint64_t data_size = h.file_size - h.data_offset;
+  for (const auto& [key, v] : j.items()) {
+    if (key == "__metadata__") continue;
+    const std::string where = fmt::format("{}: tensor '{}'", name, key);
+    if (!v.is_object() || !v.contains("dtype") || !v.contains("shape") || !v.contains("data_offsets") ||
+        !v["dtype"].is_string() || !v["shape"].is_array() || !v["data_offsets"].is_array() ||
+        v["data_offsets"].size() != 2)
+      throw InputError(where + ": expected {dtype, shape, data_offsets: [begin, end]}");
+    SafetensorsEntry e;
+    e.dtype = v["dtype"].get<std::string>();
+    for (const auto& d : v["shape"]) {
+      if (!d.is_number_unsigned()) throw InputError(where + ": shape entries must be non-negative integers");
+      e.shape.push_back(d.get<int64_t>());
+    }
+    if (!v["data_offsets"][0].is_number_unsigned() || !v["data_offsets"][1].is_number_unsigned())
+      throw InputError(where + ": data_offsets must be non-negative integers");
+    e.begin = v["data_offsets"][0].get<uint64_t>();
+    e.end = v["data_offsets"][1].get<uint64_t>();
+    if (e.begin > e.end || e.end > data_size)
+      throw InputError(fmt::format("{}: data [{}, {}) lies outside the {}-byte data section", where, e.begin, e.end,
+                                   data_size));
+    h.tensors.emplace(key, std::move(e));
+  }
+  return h;
+}
+
+}  // namespace mstar
