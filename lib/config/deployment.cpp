@@ -65,7 +65,11 @@ bool apply_sets(YAML::Node root, const std::vector<SetOverride>& sets, YamlConte
       continue;
     }
     node[parts.back()] = *value;
-    ctx.graft(node[parts.back()], s.text());
+    for (const auto& kv : node)  // the key too: an unknown key is reported at the key
+      if (kv.first.IsScalar() && kv.first.Scalar() == parts.back()) {
+        ctx.graft(kv.first, s.text());
+        ctx.graft(kv.second, s.text());
+      }
   }
   return ok;
 }

@@ -50,12 +50,11 @@ std::pair<int64_t, int64_t> line_col(const std::string& s, std::size_t offset) {
 class AnchorFinder : public YAML::EventHandler {
  public:
   std::optional<YAML::Mark> found;
-  bool alias = false;
   void OnDocumentStart(const YAML::Mark&) override {}
   void OnDocumentEnd() override {}
   void OnNull(const YAML::Mark& m, YAML::anchor_t a) override { note(m, a); }
   void OnAlias(const YAML::Mark& m, YAML::anchor_t) override {
-    if (!found) found = m, alias = true;
+    if (!found) found = m;
   }
   void OnScalar(const YAML::Mark& m, const std::string&, YAML::anchor_t a, const std::string&) override { note(m, a); }
   void OnSequenceStart(const YAML::Mark& m, const std::string&, YAML::anchor_t a, YAML::EmitterStyle::value) override {
@@ -106,8 +105,7 @@ std::optional<YAML::Node> load_yaml_text(const std::string& text, const std::str
     while (parser.HandleNextDocument(finder)) ++documents;
     if (finder.found) {
       diags.error(label, finder.found->line + 1, finder.found->column + 1,
-                  finder.alias ? "aliases (*name) are not allowed in mstar files; write the value out"
-                               : "anchors (&name) are not allowed in mstar files; write the value out");
+                  "anchors and aliases (&name, *name) are not allowed in mstar files; write the value out");
       return std::nullopt;
     }
     if (documents > 1) {

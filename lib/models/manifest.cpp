@@ -50,14 +50,23 @@ bool read_nodes(const YAML::Node& n, YamlContext& ctx, const std::string& path, 
   return ok;
 }
 
-// Runs a config's validate(), turning its exception into a diagnostic.
+// Runs a config's validate(), turning its exception into a diagnostic placed
+// at the field its message names ("<path>: <field> ..."), or at the config.
 template <class Config>
 bool validated(const Config& c, const YAML::Node& at, YamlContext& ctx, const std::string& path) {
   try {
     c.validate(path);
     return true;
   } catch (const ConfigError& e) {
-    ctx.error(at, e.what());
+    const std::string msg = e.what();
+    YAML::Node place = at;
+    if (at.IsMap() && msg.rfind(path + ": ", 0) == 0) {
+      const std::string rest = msg.substr(path.size() + 2);
+      const std::string word = rest.substr(0, rest.find_first_of(" .["));
+      for (const auto& kv : at)
+        if (kv.first.IsScalar() && kv.first.Scalar() == word) place.reset(kv.second);
+    }
+    ctx.error(place, msg);
     return false;
   }
 }
@@ -172,7 +181,7 @@ void check_weights(const YAML::Node& at, YamlContext& ctx, const ModelManifest& 
     if (it->second.dtype != want_dtype)
       ctx.error(at, fmt::format("weights.file {}: tensor '{}' is {} but weights.dtype says {}", m.weights.file, t.name,
                                 it->second.dtype, want_dtype));
-    if (it->second.shape != t.shape)
+    else if (it->second.shape != t.shape)
       ctx.error(at, fmt::format("weights.file {}: tensor '{}' has shape [{}] but the architecture needs [{}]",
                                 m.weights.file, t.name, fmt::join(it->second.shape, ", "), fmt::join(t.shape, ", ")));
     else if (it->second.end - it->second.begin !=

@@ -18,6 +18,25 @@ std::string safetensors_dtype(DType t) {
   return "?";
 }
 
+void write_safetensors(const std::filesystem::path& path, const std::vector<TensorData>& tensors) {
+  nlohmann::json header = nlohmann::json::object();
+  uint64_t offset = 0;
+  for (const auto& t : tensors) {
+    header[t.name] = {{"dtype", safetensors_dtype(t.dtype)}, {"shape", t.shape}, {"data_offsets", {offset, offset + t.bytes}}};
+    offset += t.bytes;
+  }
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');  // the data section starts 8-aligned
+  std::ofstream out(path, std::ios::binary);
+  if (!out) throw InputError(fmt::format("{}: cannot be written", path.string()));
+  const uint64_t len = text.size();
+  for (int i = 0; i < 8; ++i) out.put(static_cast<char>((len >> (8 * i)) & 0xff));
+  out.write(text.data(), static_cast<std::streamsize>(text.size()));
+  for (const auto& t : tensors)
+    if (t.bytes) out.write(static_cast<const char*>(t.data), static_cast<std::streamsize>(t.bytes));
+  if (!out) throw InputError(fmt::format("{}: write failed", path.string()));
+}
+
 SafetensorsHeader read_safetensors_header(const std::filesystem::path& path) {
   const std::string name = path.string();
   std::error_code ec;

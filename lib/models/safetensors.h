@@ -24,6 +24,18 @@ struct SafetensorsHeader {
   uint64_t file_size = 0;
 };
 
+struct TensorData {
+  std::string name;
+  DType dtype = DType::f32;
+  std::vector<int64_t> shape;
+  const void* data = nullptr;
+  std::size_t bytes = 0;
+};
+
+// Writes a safetensors file (header, then the tensors' bytes in order).
+// Throws InputError when the file cannot be written.
+void write_safetensors(const std::filesystem::path& path, const std::vector<TensorData>& tensors);
+
 // Throws InputError naming the file and what is wrong.
 SafetensorsHeader read_safetensors_header(const std::filesystem::path& path);
 // "F32" for f32, and so on.
