@@ -22,6 +22,8 @@ void validate(const BoundedAttentionParams& p) {
         fmt::format("num_q_heads {} must be a positive multiple of num_kv_heads {}", p.num_q_heads, p.num_kv_heads));
   check(p.threads >= 1, fmt::format("threads must be at least 1, got {}", p.threads));
   check(p.scale > 0.0f, fmt::format("scale must be positive, got {}", p.scale));
+  check(!p.rope_inv_freq || p.head_dim % 2 == 0,
+        fmt::format("rotating keys on read needs an even head_dim, got {}", p.head_dim));
   if (p.rows == 0) return;
   check(p.table && p.address && p.q_indptr && p.kv_indptr, "table, address, q_indptr and kv_indptr are required");
   check(p.q_indptr[0] == 0 && p.kv_indptr[0] == 0, "q_indptr and kv_indptr must start at 0");

@@ -13,6 +13,7 @@
 
 #include "backend.h"
 #include "core/dtype.h"
+#include "rope.h"
 
 namespace mstar::kernels {
 
@@ -64,6 +65,13 @@ struct BoundedAttentionParams {
   DType kv_dtype = DType::f32;  // storage dtype of slots and sources
   StepMask mask = StepMask::full;
   float scale = 0.0f;  // softmax scale applied to q.k
+  // Rotary positions inside the retained cache (StreamingLLM): when set,
+  // stored and step keys are unrotated and each is rotated on read by its
+  // ordinal in the row's visible sequence (retained entries in stream order,
+  // then the step's own); the caller rotates the queries to match.
+  // [head_dim / 2] inverse frequencies, pairs (i, i + D/2); null: keys are
+  // stored already rotated.
+  const float* rope_inv_freq = nullptr;
   int threads = 1;
 
   const BoundedRowTable* table = nullptr;    // [rows]

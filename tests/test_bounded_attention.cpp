@@ -28,6 +28,7 @@ struct Scenario {
   int max_span = 10;
   std::vector<int64_t> source_lens;  // registered as sources 1, 2, ...
   bool causal = false;
+  bool rope_on_read = false;  // rotary positions inside the retained cache
   uint64_t seed = 1;
 };
 
@@ -155,6 +156,8 @@ struct Harness {
       a.v = f32_view(v.data(), Shape{total_kv, H, D});
       a.out = f32_view(out.data(), Shape{total_q, Hq, D});
       a.mask = sc.causal ? kernels::StepMask::causal : kernels::StepMask::full;
+      const std::vector<float> inv = rope_inv_freq(static_cast<int32_t>(D), 10000.0);
+      if (sc.rope_on_read) a.rope_inv_freq = inv;
       kv.attend(l, plan, a);
 
       // The oracle, row by row.
@@ -181,6 +184,14 @@ struct Harness {
             for (int64_t j = 0; j < vis; ++j) {
               const size_t e = static_cast<size_t>(((plan.kv_indptr[r] + j) * H + kh) * D);
               keys.push_back(&k[e]), vals.push_back(&v[e]);
+            }
+            std::vector<std::vector<float>> rotated;  // keys at their ordinal in the visible sequence
+            if (sc.rope_on_read) {
+              for (size_t j = 0; j < keys.size(); ++j) {
+                rotated.emplace_back(keys[j], keys[j] + D);
+                rotate_half(rotated.back().data(), static_cast<int32_t>(D), static_cast<double>(j), inv.data());
+              }
+              for (size_t j = 0; j < keys.size(); ++j) keys[j] = rotated[j].data();
             }
             const size_t qo = static_cast<size_t>(((q_indptr[r] + qi) * Hq + hq) * D);
             const auto want = test::naive_attention(&q[qo], keys, vals, D, scale);
@@ -311,6 +322,22 @@ TEST_CASE("attention equivalence: policies, causal steps, two rows per request, 
     sc.seed = 9;
     run_random(sc, b);
   }
+}
+
+TEST_CASE("rotary positions inside the cache: keys rotated on read by their ordinal, both backends") {
+  for (Backend b : {Backend::reference, Backend::cpu})
+    for (bool causal : {false, true}) {
+      CAPTURE(to_string(b));
+      Scenario sc;
+      sc.config = base(16, 2, SinkWindow{3, 7, false}, DType::bf16);
+      sc.query_heads = 4;
+      sc.source_lens = {5};
+      sc.causal = causal;
+      sc.rope_on_read = true;
+      sc.max_span = 12;
+      sc.seed = causal ? 21 : 22;
+      run_random(sc, b);
+    }
 }
 
 TEST_CASE("cpu against reference on odd sizes (17, 54, 97)") {

@@ -61,6 +61,8 @@ void bounded_attention_reference(const BoundedAttentionParams& p) {
           values.emplace_back(vv, vv + D);
         }
         if (keys.empty()) continue;  // nothing visible: the output stays zero
+        if (p.rope_inv_freq)  // each key by its ordinal in the visible sequence
+          for (size_t j = 0; j < keys.size(); ++j) rotate_half(keys[j].data(), D, static_cast<double>(j), p.rope_inv_freq);
 
         const float* q = p.q + (q0 + qi) * p.q_token_stride + hq * p.q_head_stride;
         scores.assign(keys.size(), 0.0);

@@ -128,6 +128,12 @@ void BoundedKVManager::attend(int64_t layer, const BoundedKVPlan& plan, const Bo
   p.mask = args.mask;
   p.scale = args.scale.value_or(1.0f / std::sqrt(static_cast<float>(c.head_dim)));
   p.threads = options_.threads;
+  if (!args.rope_inv_freq.empty()) {
+    if (static_cast<int64_t>(args.rope_inv_freq.size()) * 2 != c.head_dim)
+      throw InputError(fmt::format("bounded_kv attend: rope_inv_freq has {} entries for head_dim {}",
+                                   args.rope_inv_freq.size(), c.head_dim));
+    p.rope_inv_freq = args.rope_inv_freq.data();
+  }
   p.table = tables.data();
   p.address = addr.data();
   p.q_indptr = args.q_indptr.data();

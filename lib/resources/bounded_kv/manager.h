@@ -33,6 +33,10 @@ struct BoundedAttendArgs {
   TensorView out;                  // [total_q, Hq, D] f32
   kernels::StepMask mask = kernels::StepMask::full;
   std::optional<float> scale;      // default 1/sqrt(head_dim)
+  // Rotary positions inside the retained cache: keys are stored unrotated
+  // and rotated on read by their ordinal in the row's visible sequence; the
+  // caller rotates q to its ordinal. Empty: keys were stored rotated.
+  std::span<const float> rope_inv_freq;  // [head_dim / 2]
 };
 
 class BoundedKVManager final : public StepResource<BoundedKVStep, BoundedKVPlan> {
