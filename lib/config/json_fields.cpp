@@ -36,5 +36,6 @@ json write_json(int64_t v) { return v; }
 json write_json(bool v) { return v; }
 json write_json(DType v) { return std::string(to_string(v)); }
 json write_json(const std::optional<int64_t>& v) { return v ? json(*v) : json(nullptr); }
+json write_json(const std::string& v) { return v; }
 
 }  // namespace mstar

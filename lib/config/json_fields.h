@@ -31,6 +31,7 @@ nlohmann::json write_json(int64_t v);
 nlohmann::json write_json(bool v);
 nlohmann::json write_json(DType v);
 nlohmann::json write_json(const std::optional<int64_t>& v);
+nlohmann::json write_json(const std::string& v);
 
 // Reads every declared field of Config from object j (not validated).
 template <class Config>

@@ -126,6 +126,17 @@ bool check_architecture(const MapEntries& e, YamlContext& ctx, const ModelManife
   const auto& c = m.arch.common;
   bool ok = true;
   auto at = [&](const char* key) { return e.find(key) ? *e.find(key) : e.node; };
+  if (c.positions != "stream" && c.positions != "cache") {
+    ctx.error(at("positions"), fmt::format("architecture.positions: expected stream or cache, got '{}'", c.positions));
+    ok = false;
+  } else if (c.positions == "cache" && m.kind != ModelKind::tts) {
+    ctx.error(at("positions"), "architecture.positions: cache positions are offered for tts models (bounded KV) only");
+    ok = false;
+  }
+  if (c.positions == "cache" && c.head_dim % 2 != 0) {
+    ctx.error(at("head_dim"), fmt::format("architecture.head_dim {} must be even for rotary positions", c.head_dim));
+    ok = false;
+  }
   if (c.heads % c.kv_heads != 0) {
     ctx.error(at("kv_heads"), fmt::format("architecture.kv_heads {} must divide heads {}", c.kv_heads, c.heads));
     ok = false;

@@ -27,6 +27,11 @@ std::string_view to_string(ModelKind k);
 struct CommonArchitecture {
   int64_t layers = 0, width = 0, heads = 0, kv_heads = 0, head_dim = 0, mlp_width = 0;
   int64_t rope_theta = 10000;
+  // Which position a cached key carries once entries have been evicted:
+  // "stream" (its position in the stream: plain RoPE, keys cached rotated)
+  // or "cache" (its position inside the retained cache, as StreamingLLM does
+  // to stay within the trained range: keys cached unrotated, rotated on read).
+  std::string positions = "stream";
 
   static constexpr auto fields() {
     using C = CommonArchitecture;
@@ -37,7 +42,8 @@ struct CommonArchitecture {
         field("kv_heads", &C::kv_heads, Need::required, "key/value heads", Range{1, 1024}),
         field("head_dim", &C::head_dim, Need::required, "entries per head", Range{1, 1024}),
         field("mlp_width", &C::mlp_width, Need::required, "SwiGLU hidden width", Range{1, 1 << 18}),
-        field("rope_theta", &C::rope_theta, Need::defaulted, "rotary base", Range{1, 1'000'000'000}));
+        field("rope_theta", &C::rope_theta, Need::defaulted, "rotary base", Range{1, 1'000'000'000}),
+        field("positions", &C::positions, Need::defaulted, "stream or cache: the position a cached key carries"));
   }
   bool operator==(const CommonArchitecture&) const = default;
 };

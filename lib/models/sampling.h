@@ -1,0 +1,33 @@
+#pragma once
+// Turning logits into a token: greedy, or temperature with top-k and top-p,
+// drawn from a generator seeded per request so a run is reproducible.
+#include <cstdint>
+#include <random>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace mstar {
+
+struct SamplingParams {
+  double temperature = 0.0;  // 0: greedy
+  int64_t top_k = 0;         // 0: no limit
+  double top_p = 1.0;        // nucleus mass, (0, 1]
+  uint64_t seed = 0;
+
+  // Throws InputError "<where>: <field> ..." for a nonsense value.
+  void validate(const std::string& where) const;
+};
+
+class Sampler {
+ public:
+  explicit Sampler(const SamplingParams& p) : p_(p), gen_(p.seed) {}
+  int32_t sample(std::span<const float> logits);
+
+ private:
+  SamplingParams p_;
+  std::mt19937_64 gen_;
+  std::vector<std::pair<float, int32_t>> scratch_;
+};
+
+}  // namespace mstar
