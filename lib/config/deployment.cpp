@@ -139,7 +139,7 @@ std::optional<ResolvedDeployment> resolve_deployment(const std::filesystem::path
   if (!root) return std::nullopt;
   YamlContext ctx(label, diags);
   if (root->IsMap() && !apply_sets(*root, sets, ctx, diags)) return std::nullopt;
-  auto top = read_map(*root, ctx, "config", {"model", "backend", "kv_dtype", "threads", "resources", "scheduler"});
+  auto top = read_map(*root, ctx, "config", {"model", "backend", "kv_dtype", "threads", "resources", "scheduler", "workload"});
   if (!top) return std::nullopt;
   Deployment d;
   d.path = path;
@@ -164,6 +164,7 @@ std::optional<ResolvedDeployment> resolve_deployment(const std::filesystem::path
     return std::nullopt;
   }
   if (overrides) apply_overrides(*overrides, ctx, *model);
+  if (const YAML::Node* n = top->find("workload")) read_workload(*n, ctx, *model, path.parent_path(), d.workload);
   if (d.kv_dtype)
     for (auto& r : model->resources)
       std::visit(

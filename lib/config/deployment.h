@@ -10,6 +10,7 @@
 //   resources:
 //     voice_kv: {max_slots: 8}         # bounded_kv: max_slots; ring_kv: num_sessions
 //   scheduler: {max_batch: 16}
+//   workload: {...}                    # voices and requests (config/workload.h)
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -20,6 +21,7 @@
 #include "backend.h"
 #include "config/diagnostics.h"
 #include "config/fields.h"
+#include "config/workload.h"
 #include "models/manifest.h"
 
 namespace mstar {
@@ -40,6 +42,7 @@ struct Deployment {
   std::optional<DType> kv_dtype;
   int64_t threads = 1;
   SchedulerSettings scheduler;
+  Workload workload;
 };
 
 // A deployment with its manifest loaded and its overrides applied.

@@ -1,6 +1,7 @@
 #include "config/yaml_read.h"
 
 #include <charconv>
+#include <cmath>
 #include <set>
 
 #include <fmt/format.h>
@@ -139,6 +140,20 @@ bool read_yaml(const YAML::Node& n, YamlContext& ctx, const std::string& path, s
   }
   out = n.Scalar();
   return true;
+}
+
+bool read_yaml(const YAML::Node& n, YamlContext& ctx, const std::string& path, double& out, Range) {
+  if (n.IsScalar()) {
+    const std::string& s = n.Scalar();
+    double v = 0;
+    const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec == std::errc() && p == s.data() + s.size() && std::isfinite(v)) {
+      out = v;
+      return true;
+    }
+  }
+  ctx.error(n, fmt::format("{}: expected a number, got {}", path, describe(n)));
+  return false;
 }
 
 bool read_yaml(const YAML::Node& n, YamlContext& ctx, const std::string& path, std::optional<int64_t>& out,

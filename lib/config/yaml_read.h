@@ -58,6 +58,8 @@ bool read_yaml(const YAML::Node& n, YamlContext& ctx, const std::string& path, D
 bool read_yaml(const YAML::Node& n, YamlContext& ctx, const std::string& path, std::string& out, Range = {});
 bool read_yaml(const YAML::Node& n, YamlContext& ctx, const std::string& path, std::optional<int64_t>& out,
                Range range = {});
+// A finite real number.
+bool read_yaml(const YAML::Node& n, YamlContext& ctx, const std::string& path, double& out, Range = {});
 
 enum class FieldMode : unsigned char {
   standalone,  // every non-defaulted field must be given

@@ -8,6 +8,8 @@
 
 namespace mstar::ops {
 
+void use_single_threaded_blas() { openblas_set_num_threads(1); }
+
 void matmul(Backend b, const MatmulArgs& a) {
   if (a.rows == 0 || a.out == 0) return;
   if (b == Backend::cpu) {

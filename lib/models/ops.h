@@ -19,6 +19,13 @@ struct MatmulArgs {
 };
 void matmul(Backend b, const MatmulArgs& a);
 
+// OpenBLAS's own threads and the attention kernels' OpenMP threads contend
+// for the same cores: with both at 2 threads on 2 cores, the TTS demo ran 5x
+// slower (13.8 s against 2.8 s, `mstar-run configs/tts-demo.yaml`). The
+// models' matrices are small enough that one BLAS thread wins, and it makes
+// a run's numbers independent of the thread count.
+void use_single_threaded_blas();
+
 // out[r] = x[r] / rms(x[r]) * w, eps 1e-6.
 void rmsnorm(const float* x, int64_t rows, int64_t width, const float* w, float* out);
 // a = silu(a) * b, elementwise over n.

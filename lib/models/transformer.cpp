@@ -9,7 +9,9 @@
 namespace mstar {
 
 Transformer::Transformer(const CommonArchitecture& arch, const Weights& w, Backend backend)
-    : a_(arch), w_(w), backend_(backend == Backend::reference ? Backend::reference : Backend::cpu) {}
+    : a_(arch), w_(w), backend_(backend == Backend::reference ? Backend::reference : Backend::cpu) {
+  ops::use_single_threaded_blas();
+}
 
 void Transformer::run(std::vector<float>& x, int64_t n, const LayerAttention& attend) const {
   const int64_t W = a_.width, hd = a_.head_dim, qd = a_.heads * hd, kd = a_.kv_heads * hd;

@@ -1,0 +1,61 @@
+#include "engine/stats.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <sys/resource.h>
+
+#include <fmt/format.h>
+
+namespace mstar {
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const auto rank = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(v.size())));
+  return v[std::min(v.size() - 1, rank == 0 ? 0 : rank - 1)];
+}
+
+int64_t peak_rss_bytes() {
+  struct rusage u {};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<int64_t>(u.ru_maxrss) * 1024;  // Linux reports KiB
+}
+
+nlohmann::json RunStats::to_json() const {
+  nlohmann::json res = nlohmann::json::array();
+  for (const auto& r : resources)
+    res.push_back({{"resource_key", r.key}, {"type", r.type}, {"bytes", r.bytes}, {"capacity", r.capacity},
+                   {"peak_in_use", r.peak_in_use}});
+  return {{"unit", unit},
+          {"steps", steps},
+          {"produced", produced},
+          {"per_second", seconds > 0 ? static_cast<double>(produced) / seconds : 0.0},
+          {"seconds", seconds},
+          {"requests", {{"done", requests_done}, {"failed", requests_failed}, {"cancelled", requests_cancelled}}},
+          {"admission_waits", admission_waits},
+          {"step_ms", {{"p50", percentile(step_ms, 50)}, {"p95", percentile(step_ms, 95)}, {"p99", percentile(step_ms, 99)}}},
+          {"first_chunk_ms", {{"p50", percentile(first_chunk_ms, 50)}, {"p95", percentile(first_chunk_ms, 95)}}},
+          {"resources", res},
+          {"peak_rss_bytes", peak_rss_bytes}};
+}
+
+std::string RunStats::table() const {
+  std::string o;
+  o += fmt::format("{:<24} {}\n", "requests", fmt::format("{} done, {} failed, {} cancelled", requests_done,
+                                                         requests_failed, requests_cancelled));
+  o += fmt::format("{:<24} {} in {:.2f} s: {:.1f} {}/s\n", unit, produced, seconds,
+                   seconds > 0 ? static_cast<double>(produced) / seconds : 0.0, unit);
+  o += fmt::format("{:<24} {} steps; p50 {:.2f} ms, p95 {:.2f} ms, p99 {:.2f} ms\n", "step latency", steps,
+                   percentile(step_ms, 50), percentile(step_ms, 95), percentile(step_ms, 99));
+  o += fmt::format("{:<24} p50 {:.1f} ms, p95 {:.1f} ms\n", unit == "frames" ? "time to first frame" : "time to first chunk",
+                   percentile(first_chunk_ms, 50), percentile(first_chunk_ms, 95));
+  o += fmt::format("{:<24} {} request-steps\n", "admission waits", admission_waits);
+  for (const auto& r : resources)
+    o += fmt::format("{:<24} {} bytes; {} {} of {} in use at the peak\n", fmt::format("{} ({})", r.key, r.type), r.bytes,
+                     r.peak_in_use, r.type == "ring_kv" ? "sessions" : "slots", r.capacity);
+  o += fmt::format("{:<24} {:.1f} MiB\n", "peak resident memory", static_cast<double>(peak_rss_bytes) / (1 << 20));
+  return o;
+}
+
+}  // namespace mstar
