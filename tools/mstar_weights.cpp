@@ -8,7 +8,6 @@
 #include "config/diagnostics.h"
 #include "core/errors.h"
 #include "models/manifest.h"
-#include "models/safetensors.h"
 #include "models/weights.h"
 
 int main(int argc, char** argv) {
@@ -27,22 +26,8 @@ int main(int argc, char** argv) {
   try {
     const mstar::DType dt = mstar::parse_dtype(dtype, "--dtype");
     const mstar::Weights w = mstar::Weights::from_manifest(*m);
-    std::vector<std::vector<uint16_t>> narrow;
-    std::vector<mstar::TensorData> tensors;
-    for (const auto& t : mstar::expected_tensors(m->kind, m->arch)) {
-      const float* src = w.get(t.name);
-      const auto n = static_cast<size_t>(t.numel());
-      if (dt == mstar::DType::f32) {
-        tensors.push_back({t.name, dt, t.shape, src, n * 4});
-        continue;
-      }
-      narrow.emplace_back(n);
-      for (size_t i = 0; i < n; ++i)
-        narrow.back()[i] = dt == mstar::DType::f16 ? mstar::f32_to_f16(src[i]) : mstar::f32_to_bf16(src[i]);
-      tensors.push_back({t.name, dt, t.shape, narrow.back().data(), n * 2});
-    }
-    mstar::write_safetensors(out, tensors);
-    fmt::print("{}: {} tensors, {}\n", out, tensors.size(), dtype);
+    mstar::write_weights(w, m->kind, m->arch, out, dt);
+    fmt::print("{}: {} tensors, {}\n", out, w.all().size(), dtype);
   } catch (const std::exception& e) {
     fmt::print(stderr, "mstar-weights: {}\n", e.what());
     return 1;

@@ -136,6 +136,24 @@ Weights Weights::from_manifest(const ModelManifest& m) {
   return load_safetensors(m.path.parent_path() / m.weights.file, m.kind, m.arch);
 }
 
+void write_weights(const Weights& w, ModelKind kind, const Architecture& arch, const std::filesystem::path& path,
+                   DType dtype) {
+  std::vector<std::vector<uint16_t>> narrow;  // moving the outer vector keeps each buffer where it is
+  std::vector<TensorData> tensors;
+  for (const auto& t : expected_tensors(kind, arch)) {
+    const float* src = w.get(t.name);
+    const auto n = static_cast<size_t>(t.numel());
+    if (dtype == DType::f32) {
+      tensors.push_back({t.name, dtype, t.shape, src, n * 4});
+      continue;
+    }
+    narrow.emplace_back(n);
+    for (size_t i = 0; i < n; ++i) narrow.back()[i] = dtype == DType::f16 ? f32_to_f16(src[i]) : f32_to_bf16(src[i]);
+    tensors.push_back({t.name, dtype, t.shape, narrow.back().data(), n * 2});
+  }
+  write_safetensors(path, tensors);
+}
+
 const float* Weights::get(const std::string& name) const {
   auto it = tensors_.find(name);
   MSTAR_ASSERT(it != tensors_.end(), "weights: no tensor '" + name + "'");

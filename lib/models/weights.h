@@ -34,6 +34,11 @@ class Weights {
   std::map<std::string, HostBuffer> tensors_;  // each [shape...] f32
 };
 
+// Writes the weights to a safetensors file in `dtype`, with the tensor names
+// and shapes the architecture expects.
+void write_weights(const Weights& w, ModelKind kind, const Architecture& arch, const std::filesystem::path& path,
+                   DType dtype);
+
 // The value the dummy initialisation gives element i of a tensor.
 float dummy_value(const TensorSpec& t, uint64_t seed, int64_t i);
 

@@ -1,0 +1,151 @@
+// The scheduler through run_deployment on the shipped demo deployments, cut
+// down with --set overrides and given explicit requests.
+#include <doctest/doctest.h>
+
+#include <map>
+#include <sstream>
+
+#include "config/deployment.h"
+#include "engine/run.h"
+
+using namespace mstar;
+using nlohmann::json;
+
+namespace {
+
+ResolvedDeployment deployment(const std::string& config, std::vector<std::string> sets) {
+  Diagnostics d;
+  std::vector<SetOverride> so;
+  for (const auto& s : sets) so.push_back(parse_set(s));
+  auto r = resolve_deployment(std::string(MSTAR_SOURCE_DIR) + "/configs/" + config, so, d);
+  REQUIRE_MESSAGE(r, d.str());
+  return *r;
+}
+
+struct Run {
+  RunStats stats;
+  std::vector<json> events;
+  // Every event of one request, in order.
+  std::vector<json> of(const std::string& id) const {
+    std::vector<json> out;
+    for (const auto& e : events)
+      if (e["id"] == id) out.push_back(e);
+    if (out.empty()) out.push_back(json{{"missing", id}});  // fails the checks instead of crashing them
+    return out;
+  }
+};
+
+Run run(const ResolvedDeployment& d, const std::string& lines) {
+  std::istringstream in(lines);
+  RunOptions o;
+  o.requests = read_request_lines(in, d.model);
+  const Weights w = Weights::from_manifest(d.model);
+  Run r;
+  r.stats = run_deployment(d, w, o, [&](const json& e) { r.events.push_back(e); });
+  return r;
+}
+
+std::string tts_req(const std::string& id, const std::string& voice, int arrival, int max_tokens = 12,
+                    const std::string& extra = "") {
+  // One request per line: the JSON-lines format.
+  return fmt::format(R"({{"id": "{}", "voice": "{}", "prompt": [5, 6, 7], "max_tokens": {}, "arrival": {}, )"
+                     R"("sampling": {{"temperature": 0.9, "top_k": 20, "seed": 3{}}}}})",
+                     id, voice, max_tokens, arrival, extra) +
+         "\n";
+}
+
+}  // namespace
+
+TEST_CASE("scheduler: admission waits for a free slot, then proceeds, first come first served") {
+  const auto d = deployment("tts-demo.yaml", {"resources.voice_kv.max_slots=2"});
+  std::string lines;
+  for (int i = 0; i < 5; ++i) lines += tts_req(fmt::format("r{}", i), i % 2 ? "bob" : "alice", 0);
+  const Run r = run(d, lines);
+  CHECK(r.stats.requests_done == 5);
+  CHECK(r.stats.admission_waits > 0);
+  CHECK(r.stats.resources[0].peak_in_use == 2);
+  // First come, first served: requests finish in arrival order, two at a time.
+  std::vector<std::string> done;
+  for (const auto& e : r.events)
+    if (e["event"] == "done") done.push_back(e["id"]);
+  CHECK(done == std::vector<std::string>{"r0", "r1", "r2", "r3", "r4"});
+}
+
+TEST_CASE("scheduler: failing requests leave the others' outputs identical") {
+  const auto d = deployment("tts-demo.yaml", {"resources.voice_kv.max_slots=3"});
+  const std::string good = tts_req("a", "alice", 0) + tts_req("b", "bob", 1);
+  const Run clean = run(d, good);
+  const std::string bad =
+      tts_req("x1", "carol", 0) +                                                   // unknown voice
+      R"({"id": "x2", "voice": "alice", "prompt": [], "max_tokens": 5})" "\n" +      // empty prompt
+      tts_req("x3", "alice", 0, 5, R"(, "top_p": 7)") +                             // nonsense sampling
+      "{not json\n" +                                                               // malformed line
+      R"({"id": "x5", "voice": "bob", "prompt": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65], "max_tokens": 5})" "\n";
+  const Run mixed = run(d, tts_req("a", "alice", 0) + bad + tts_req("b", "bob", 1));
+  CHECK(mixed.of("a") == clean.of("a"));
+  CHECK(mixed.of("b") == clean.of("b"));
+  CHECK(mixed.stats.requests_done == 2);
+  CHECK(mixed.stats.requests_failed == 5);
+  CHECK(mixed.of("x1")[0]["message"] == "request 'x1': unknown voice 'carol'");
+  CHECK(mixed.of("x2")[0]["message"] == "request 'x2': the prompt is empty; it needs at least one token");
+  CHECK(mixed.of("x3")[0]["message"] == "request 'x3' sampling: top_p must be in (0, 1], got 7");
+  CHECK(mixed.of("line 5")[0]["message"] == "line 5: not valid JSON");
+  CHECK(mixed.of("x5")[0]["message"] == "request 'x5' (segment 'prompt'): span 65 exceeds query_window 64");
+}
+
+TEST_CASE("scheduler: a voice longer than the slots hold fails its requests and nothing else") {
+  const auto d = deployment("tts-demo.yaml", {"workload.voices.bob.length=200"});
+  const Run r = run(d, tts_req("a", "alice", 0) + tts_req("b", "bob", 0));
+  CHECK(r.of("b")[0]["message"] ==
+        "request 'b': voice 'bob' has 200 prompt tokens; the slots take sources of 1 to 128");
+  CHECK(r.stats.requests_done == 1);
+}
+
+TEST_CASE("scheduler: cancellation frees the slot at once") {
+  const auto d = deployment("tts-demo.yaml", {"resources.voice_kv.max_slots=1"});
+  const Run r = run(d, tts_req("long", "alice", 0, 1000) + tts_req("next", "bob", 0, 4) +
+                           R"({"cancel": "long", "arrival": 5})" "\n");
+  CHECK(r.stats.requests_cancelled == 1);
+  CHECK(r.stats.requests_done == 1);
+  const auto longs = r.of("long");
+  CHECK(longs.back()["reason"] == "cancelled");
+  CHECK(r.of("next").back()["reason"] == "max_tokens");
+  // The waiting request ran only after the cancellation released the slot.
+  size_t cancelled_at = 0, next_first = 0;
+  for (size_t i = 0; i < r.events.size(); ++i) {
+    if (r.events[i]["id"] == "long" && r.events[i]["event"] == "done") cancelled_at = i;
+    if (r.events[i]["id"] == "next" && next_first == 0) next_first = i;
+  }
+  CHECK(next_first > cancelled_at);
+}
+
+TEST_CASE("scheduler: runs are reproducible from their seeds") {
+  const auto d = deployment("tts-demo.yaml", {"workload.requests.count=3", "workload.requests.max_tokens=20"});
+  const Weights w = Weights::from_manifest(d.model);
+  std::vector<json> a, b;
+  run_deployment(d, w, {}, [&](const json& e) { a.push_back(e); });
+  run_deployment(d, w, {}, [&](const json& e) { b.push_back(e); });
+  CHECK(a == b);
+  const auto d2 = deployment("tts-demo.yaml", {"workload.requests.count=3", "workload.requests.max_tokens=20",
+                                               "workload.requests.seed=2"});
+  std::vector<json> c;
+  run_deployment(d2, w, {}, [&](const json& e) { c.push_back(e); });
+  CHECK(a != c);
+}
+
+TEST_CASE("scheduler: world rollouts wait for sessions, stream frames, and fail alone") {
+  const auto d = deployment("world-demo.yaml", {"resources.world_kv.num_sessions=1"});
+  const Run r = run(d, R"({"id": "w1", "frames": 3, "seed": 1})" "\n"
+                       R"({"id": "w2", "frames": 2, "seed": 2})" "\n"
+                       R"({"id": "w3", "frames": 0})" "\n"
+                       R"({"id": "w4", "frames": 2, "controls": [[1, 2]]})" "\n");
+  CHECK(r.stats.requests_done == 2);
+  CHECK(r.stats.admission_waits > 0);
+  CHECK(r.of("w1").size() == 4);  // three frames and done
+  CHECK(r.of("w1")[0]["shape"] == json::array({64, 16}));
+  CHECK(r.of("w3")[0]["message"] == "request 'w3': 'frames' must be in [1, 16777216], got 0");
+  CHECK(r.of("w4")[0]["message"] == "request 'w4': controls[0] must hold 4 numbers");
+  // Frames are reproducible: the same seed gives the same checksums alone.
+  const Run alone = run(d, R"({"id": "w1", "frames": 3, "seed": 1})" "\n");
+  CHECK(alone.of("w1") == r.of("w1"));
+}
