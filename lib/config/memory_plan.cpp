@@ -61,6 +61,13 @@ std::string bytes(uint64_t b) {
   return fmt::format("{}", b);
 }
 
+json workload_json(const Workload& w) {
+  json voices = json::object();
+  for (const auto& v : w.voices) voices[v.name] = v.tokens.size();
+  return json{{"requests", w.requests.size()}, {"voices", voices}, {"chunk_tokens", w.chunk_tokens},
+              {"guidance_scale", w.guidance_scale}};
+}
+
 }  // namespace
 
 json memory_plan_json(const ResolvedDeployment& r) {
@@ -95,7 +102,8 @@ json memory_plan_json(const ResolvedDeployment& r) {
               {"deployment", json{{"backend", std::string(to_string(d.backend))},
                                   {"threads", d.threads},
                                   {"kv_dtype", d.kv_dtype ? json(std::string(to_string(*d.kv_dtype))) : json(nullptr)},
-                                  {"scheduler", config_to_json(d.scheduler)}}},
+                                  {"scheduler", config_to_json(d.scheduler)},
+                                  {"workload", workload_json(d.workload)}}},
               {"resources", resources},
               {"totals", json{{"kv_bytes", kv}, {"weights_bytes", wbytes}, {"total_bytes", kv + wbytes}}}};
 }
@@ -113,6 +121,12 @@ std::string memory_plan_text(const json& p) {
   o += fmt::format("deployment  backend {}, threads {}, kv_dtype {}, max_batch {}\n", d["backend"].get<std::string>(),
                    d["threads"].get<int64_t>(), d["kv_dtype"].is_null() ? "as declared" : d["kv_dtype"].get<std::string>(),
                    d["scheduler"]["max_batch"].get<int64_t>());
+  const json& wl = d["workload"];
+  std::string voices;
+  for (const auto& [name, len] : wl["voices"].items())
+    voices += fmt::format("{}{} ({} tokens)", voices.empty() ? "" : ", ", name, len.get<int64_t>());
+  o += fmt::format("workload    {} requests{}\n", wl["requests"].get<int64_t>(),
+                   voices.empty() ? "" : "; voices " + voices);
   for (const json& r : p["resources"]) {
     const json& c = r["config"];
     o += fmt::format("\nresource    {} ({}, {} layers, {})\n", r["resource_key"].get<std::string>(),
