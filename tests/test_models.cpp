@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <random>
 
@@ -165,6 +166,21 @@ TEST_CASE("weights: the safetensors file the tool writes loads back to the same 
         "tensor 'layers.0.attn.q.weight' has shape [16, 64], expected [32, 32]");
   CHECK(tensors_with([](auto& d) { d[0].bytes -= 4; }) == "tensor 'embed.weight' holds 6396 bytes, its shape needs 6400");
   CHECK(tensors_with([](auto& d) { d[0].dtype = DType::f16; d[0].bytes /= 2; }) == "loaded");  // f16 files load
+  {
+    // A dtype mstar does not read: rewrite the first tensor's dtype in the header.
+    tensors_with([](auto&) {});
+    std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+    std::string head(4096, '\0');
+    f.read(head.data(), 4096);
+    const auto at = head.find("\"F32\"");
+    REQUIRE(at != std::string::npos);
+    f.seekp(static_cast<std::streamoff>(at));
+    f.write("\"I32\"", 5);
+    f.close();
+    CHECK_THROWS_WITH_AS(Weights::load_safetensors(file, m.kind, m.arch),
+                         (file.string() + ": tensor 'embed.weight' has dtype I32 (expected F32, F16 or BF16)").c_str(),
+                         InputError);
+  }
   fs::remove_all(dir);
 }
 

@@ -2,6 +2,8 @@
 // down with --set overrides and given explicit requests.
 #include <doctest/doctest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <sstream>
 
@@ -148,4 +150,31 @@ TEST_CASE("scheduler: world rollouts wait for sessions, stream frames, and fail 
   // Frames are reproducible: the same seed gives the same checksums alone.
   const Run alone = run(d, R"({"id": "w1", "frames": 3, "seed": 1})" "\n");
   CHECK(alone.of("w1") == r.of("w1"));
+}
+
+TEST_CASE("scheduler: classifier-free guidance rows; scale 1 speaks exactly as the conditional row alone") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / fmt::format("mstar-cfg-test-{}", ::getpid());
+  fs::create_directories(dir);
+  std::ifstream in(std::string(MSTAR_SOURCE_DIR) + "/models/tiny-tts.yaml");
+  std::string manifest((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  manifest.replace(manifest.find("rows_per_request: 1"), 19, "rows_per_request: 2");
+  std::ofstream(dir / "cfg-tts.yaml") << manifest;
+  auto config = [&](const std::string& model, double scale) {
+    std::ofstream(dir / "c.yaml") << "model: " << model << "\nbackend: cpu\nworkload:\n  guidance_scale: " << scale
+                                  << "\n  voices:\n    alice: {seed: 1, length: 20}\n";
+    Diagnostics d;
+    auto r = resolve_deployment(dir / "c.yaml", {}, d);
+    REQUIRE_MESSAGE(r, d.str());
+    return *r;
+  };
+  const std::string req = tts_req("a", "alice", 0, 16) + tts_req("b", "alice", 1, 16);
+  const Run plain = run(config(std::string(MSTAR_SOURCE_DIR) + "/models/tiny-tts.yaml", 1.0), req);
+  const Run guided1 = run(config("cfg-tts.yaml", 1.0), req);
+  const Run guided3 = run(config("cfg-tts.yaml", 3.0), req);
+  CHECK(guided1.stats.requests_done == 2);
+  CHECK(guided1.of("a") == plain.of("a"));  // uncond + 1 * (cond - uncond) = cond
+  CHECK(guided1.of("b") == plain.of("b"));
+  CHECK(guided3.of("a") != plain.of("a"));
+  fs::remove_all(dir);
 }
