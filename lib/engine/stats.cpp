@@ -35,6 +35,7 @@ nlohmann::json RunStats::to_json() const {
           {"requests", {{"done", requests_done}, {"failed", requests_failed}, {"cancelled", requests_cancelled}}},
           {"admission_waits", admission_waits},
           {"step_ms", {{"p50", percentile(step_ms, 50)}, {"p95", percentile(step_ms, 95)}, {"p99", percentile(step_ms, 99)}}},
+          {"host_ms", {{"p50", percentile(host_ms, 50)}, {"p95", percentile(host_ms, 95)}}},
           {"first_chunk_ms", {{"p50", percentile(first_chunk_ms, 50)}, {"p95", percentile(first_chunk_ms, 95)}}},
           {"resources", res},
           {"peak_rss_bytes", peak_rss_bytes}};

@@ -148,7 +148,9 @@ RunStats run_tts(const ResolvedDeployment& d, const Weights& weights, std::vecto
         else if (r == 0) row_tokens.push_back(l.req.prompt);
         else row_tokens.emplace_back(l.req.prompt.size(), 0);  // the unconditional row: pad tokens
       }
+    const auto forward_start = Clock::now();
     model.step(kv, step, ctx, plan, row_tokens, logits);
+    const double forward_ms = ms_since(forward_start);
     kv.commit(step, ctx);
 
     const int64_t V = model.vocab();
@@ -178,6 +180,7 @@ RunStats run_tts(const ResolvedDeployment& d, const Weights& weights, std::vecto
     }
     batcher.running = std::move(still);
     st.step_ms.push_back(ms_since(step_start));
+    st.host_ms.push_back(st.step_ms.back() - forward_ms);
     ++st.steps;
     st.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     if (options.on_step) options.on_step(st);

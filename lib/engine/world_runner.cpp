@@ -127,8 +127,10 @@ RunStats run_world(const ResolvedDeployment& d, const Weights& weights, std::vec
         std::copy(c.begin(), c.end(), controls.begin() + b * cd);
       }
     }
+    const auto forward_start = Clock::now();
     const std::vector<float> frames =
         model.generate(B, frame_pos, noise, controls.data(), model.ring_attention(kv, plan, frame_pos));
+    const double forward_ms = ms_since(forward_start);
     kv.commit(step, ctx);
 
     std::vector<Live> still;
@@ -160,6 +162,7 @@ RunStats run_world(const ResolvedDeployment& d, const Weights& weights, std::vec
     }
     batcher.running = std::move(still);
     st.step_ms.push_back(ms_since(step_start));
+    st.host_ms.push_back(st.step_ms.back() - forward_ms);
     ++st.steps;
     st.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     if (options.on_step) options.on_step(st);

@@ -1,0 +1,212 @@
+// mstar-bench memory | kernels | run CONFIG | stream CONFIG
+// Profiles kernels and whole runs against the machine's measured memory
+// bandwidth. Reports only: nothing here fails on a time. Tables print as
+// markdown by default, --json or --csv on request; --plot FILE.svg draws the
+// kernels' bandwidth fractions or the stream comparison.
+#include <fstream>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include "bench/engine_bench.h"
+#include "bench/kernels.h"
+#include "bench/machine.h"
+#include "bench/memory.h"
+#include "bench/report.h"
+#include "bench/svg.h"
+#include "config/yaml_read.h"
+#include "config/yaml_source.h"
+#include "core/errors.h"
+
+using namespace mstar;
+using namespace mstar::bench;
+
+namespace {
+
+std::vector<int64_t> parse_list(const std::string& s) {
+  std::vector<int64_t> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    const size_t comma = s.find(',', start);
+    out.push_back(std::stoll(s.substr(start, comma - start)));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+std::vector<KernelShape> read_sweep(const std::string& path) {
+  Diagnostics diags;
+  auto root = load_yaml_file(path, path, diags);
+  if (!root) throw ConfigError(diags.str());
+  YamlContext ctx(path, diags);
+  std::vector<KernelShape> out;
+  auto top = read_map(*root, ctx, "sweep", {"shapes"});
+  if (top && top->find("shapes") && top->find("shapes")->IsSequence()) {
+    const YAML::Node& list = *top->find("shapes");
+    for (size_t i = 0; i < list.size(); ++i) {
+      const std::string p = fmt::format("shapes[{}]", i);
+      auto e = read_map(list[i], ctx, p,
+                        {"kind", "head_dim", "q_heads", "kv_heads", "kv_len", "q_tokens", "batch", "dtype", "threads"});
+      if (!e) continue;
+      KernelShape s;
+      if (auto* v = e->find("kind")) read_yaml(*v, ctx, p + ".kind", s.kind);
+      if (auto* v = e->find("head_dim")) read_yaml(*v, ctx, p + ".head_dim", s.head_dim, Range{1, 1024});
+      if (auto* v = e->find("q_heads")) read_yaml(*v, ctx, p + ".q_heads", s.q_heads, Range{1, 1024});
+      if (auto* v = e->find("kv_heads")) read_yaml(*v, ctx, p + ".kv_heads", s.kv_heads, Range{1, 1024});
+      if (auto* v = e->find("kv_len")) read_yaml(*v, ctx, p + ".kv_len", s.kv_len, Range{1, 1 << 24});
+      if (auto* v = e->find("q_tokens")) read_yaml(*v, ctx, p + ".q_tokens", s.q_tokens, Range{1, 4096});
+      if (auto* v = e->find("batch")) read_yaml(*v, ctx, p + ".batch", s.batch, Range{1, 4096});
+      if (auto* v = e->find("dtype")) read_yaml(*v, ctx, p + ".dtype", s.dtype);
+      int64_t t = s.threads;
+      if (auto* v = e->find("threads")) read_yaml(*v, ctx, p + ".threads", t, Range{1, 1024});
+      s.threads = static_cast<int>(t);
+      out.push_back(s);
+    }
+  } else if (top) {
+    ctx.error(*root, "sweep: expected 'shapes:' with a list of shapes");
+  }
+  if (!diags.ok()) throw ConfigError(diags.str());
+  return out;
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path);
+  if (!out) throw InputError(fmt::format("{}: cannot be written", path));
+  out << text;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Benchmark mstar's kernels and engine against the machine's limits"};
+  app.require_subcommand(1);
+  bool as_json = false, as_csv = false;
+  std::string plot;
+  app.add_flag("--json", as_json, "print JSON");
+  app.add_flag("--csv", as_csv, "print CSV");
+  app.add_option("--plot", plot, "write an SVG chart (kernels: bandwidth fractions; stream: the comparison)");
+
+  int threads = 2, repeats = 5;
+  int64_t mib = 512;
+  auto* memory = app.add_subcommand("memory", "STREAM-style copy and triad bandwidth, all threads");
+  memory->add_option("--threads", threads, "threads")->check(CLI::PositiveNumber);
+  memory->add_option("--mib", mib, "MiB per array (far beyond the caches)")->check(CLI::PositiveNumber);
+  memory->add_option("--repeats", repeats, "repeats")->check(CLI::PositiveNumber);
+
+  KernelShape shape;
+  std::string dtype = "bf16", backends = "all", cache = "both", sweep;
+  int kthreads = 2, krepeats = 20;
+  double bw = 0;
+  auto* kern = app.add_subcommand("kernels", "bounded (decode, chunk) and ring attention, per backend, hot and cold");
+  kern->add_option("--kind", shape.kind, "decode, chunk or ring")->check(CLI::IsMember({"decode", "chunk", "ring"}));
+  kern->add_option("--head-dim", shape.head_dim, "head dim")->check(CLI::PositiveNumber);
+  kern->add_option("--q-heads", shape.q_heads, "query heads")->check(CLI::PositiveNumber);
+  kern->add_option("--kv-heads", shape.kv_heads, "KV heads")->check(CLI::PositiveNumber);
+  kern->add_option("--kv-len", shape.kv_len, "KV entries per row (sink + window)")->check(CLI::PositiveNumber);
+  kern->add_option("--q-tokens", shape.q_tokens, "query tokens per row (ring: tokens per frame)")->check(CLI::PositiveNumber);
+  kern->add_option("--batch", shape.batch, "rows")->check(CLI::PositiveNumber);
+  kern->add_option("--dtype", dtype, "KV dtype")->check(CLI::IsMember({"f32", "f16", "bf16"}));
+  kern->add_option("--threads", kthreads, "threads")->check(CLI::PositiveNumber);
+  kern->add_option("--repeats", krepeats, "timed calls per row")->check(CLI::PositiveNumber);
+  kern->add_option("--backend", backends, "all, reference or cpu")->check(CLI::IsMember({"all", "reference", "cpu"}));
+  kern->add_option("--cache", cache, "hot, cold or both")->check(CLI::IsMember({"hot", "cold", "both"}));
+  kern->add_option("--sweep", sweep, "YAML file of shapes (shapes: [{kind, head_dim, ...}])");
+  kern->add_option("--bandwidth", bw, "GB/s to compare with (default: measure it now)");
+
+  std::string config;
+  std::vector<std::string> sets;
+  std::string streams = "1,4,16,32", lengths = "1024,2048,4096,8192,16384,32768,65536";
+  int64_t tokens = 64;
+  int probe = 8, rrepeats = 3;
+  auto* run = app.add_subcommand("run", "a deployment's workload, repeated; then the concurrency sweep");
+  run->add_option("config", config, "deployment YAML")->required();
+  run->add_option("--set", sets, "dotted.key=value overrides");
+  run->add_option("--repeats", rrepeats, "runs of the workload")->check(CLI::PositiveNumber);
+  run->add_option("--streams", streams, "concurrent streams to sweep, comma-separated");
+  run->add_option("--tokens", tokens, "tokens (or frames) per stream in the sweep")->check(CLI::PositiveNumber);
+  auto* stream = app.add_subcommand("stream", "one stream of growing length: bounded against full-history cache");
+  stream->add_option("config", config, "tts deployment YAML")->required();
+  stream->add_option("--set", sets, "dotted.key=value overrides");
+  stream->add_option("--lengths", lengths, "stream lengths, comma-separated");
+  stream->add_option("--probe", probe, "decode steps timed at each length")->check(CLI::PositiveNumber);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return 2;
+  }
+  const Format fmt_out = as_json ? Format::json : as_csv ? Format::csv : Format::markdown;
+  try {
+    const Machine m = machine();
+    if (fmt_out == Format::markdown) fmt::print("machine: {}\n\n", to_string(m));
+    if (*memory) {
+      const Bandwidth b = measure_bandwidth(threads, mib << 20, repeats);
+      Table t{{"threads", "array_mib", "copy_gbs", "triad_gbs", "copy_median_gbs", "triad_median_gbs"},
+              {{b.threads, b.array_bytes >> 20, b.copy_gbs, b.triad_gbs, b.copy_median_gbs, b.triad_median_gbs}}};
+      std::cout << render(t, fmt_out);
+    } else if (*kern) {
+      shape.dtype = parse_dtype(dtype, "--dtype");
+      shape.threads = kthreads;
+      if (shape.kind == "decode") shape.q_tokens = kern->count("--q-tokens") ? shape.q_tokens : 1;
+      if (shape.kind == "chunk" && !kern->count("--q-tokens")) shape.q_tokens = 64;
+      if (shape.kind == "ring" && !kern->count("--q-tokens")) shape.q_tokens = 256;
+      if (bw <= 0) bw = measure_bandwidth(kthreads, 512 << 20, 5).triad_gbs;
+      const std::vector<KernelShape> shapes = sweep.empty() ? std::vector<KernelShape>{shape} : read_sweep(sweep);
+      Table t{{"kind", "backend", "cache", "dtype", "head_dim", "q_heads", "kv_heads", "kv_len", "q_tokens", "batch",
+               "threads", "median_us", "min_us", "max_us", "kv_mib", "gbs", "of_bandwidth"},
+              {}};
+      std::vector<Bar> bars;
+      for (const KernelShape& s : shapes)
+        for (Backend b : {Backend::cpu, Backend::reference}) {
+          if (backends != "all" && backends != to_string(b)) continue;
+          for (bool cold : {false, true}) {
+            if ((cold && cache == "hot") || (!cold && cache == "cold")) continue;
+            const KernelResult r = bench_kernel(s, b, cold, b == Backend::reference ? std::min(krepeats, 3) : krepeats, m.llc_bytes);
+            t.rows.push_back({s.kind, std::string(to_string(b)), cold ? "cold" : "hot", std::string(to_string(s.dtype)),
+                              s.head_dim, s.q_heads, s.kv_heads, s.kv_len, s.q_tokens, s.batch, s.threads, r.median_us,
+                              r.min_us, r.max_us, static_cast<double>(r.kv_bytes) / (1 << 20), r.gbs, r.gbs / bw});
+            bars.push_back({fmt::format("{} {} {} {} b{} {}", s.kind, to_string(b), cold ? "cold" : "hot",
+                                        to_string(s.dtype), s.batch, s.kv_len),
+                            r.gbs / bw});
+          }
+        }
+      if (fmt_out == Format::markdown) fmt::print("measured bandwidth (triad, {} threads): {:.1f} GB/s\n\n", kthreads, bw);
+      std::cout << render(t, fmt_out);
+      if (!plot.empty())
+        write_file(plot, bar_chart(fmt::format("KV read bandwidth / measured triad ({:.1f} GB/s)", bw),
+                                   "fraction of the machine's memory bandwidth", bars));
+    } else if (*run) {
+      const ResolvedDeployment d = resolve_or_throw(config, sets);
+      std::cout << render(bench_run(d, rrepeats), fmt_out);
+      if (fmt_out == Format::markdown) std::cout << "\n";
+      std::cout << render(bench_concurrency(config, sets, parse_list(streams), tokens), fmt_out);
+    } else if (*stream) {
+      const ResolvedDeployment d = resolve_or_throw(config, sets);
+      const auto points = bench_stream(d, parse_list(lengths), probe);
+      std::cout << render(stream_table(points), fmt_out);
+      if (!plot.empty()) {
+        Series bt{"bounded (sink + window)", "#2a7", {}, {}}, ft{"full history", "#c33", {}, {}};
+        Series bm{"bounded (sink + window)", "#2a7", {}, {}}, fm{"full history", "#c33", {}, {}};
+        for (const auto& p : points) {
+          const auto L = static_cast<double>(p.length);
+          bt.x.push_back(L), bt.y.push_back(p.bounded_ms_per_token);
+          ft.x.push_back(L), ft.y.push_back(p.full_ms_per_token);
+          bm.x.push_back(L), bm.y.push_back(static_cast<double>(p.bounded_kv_bytes) / (1 << 20));
+          fm.x.push_back(L), fm.y.push_back(static_cast<double>(p.full_kv_bytes) / (1 << 20));
+        }
+        write_file(plot, side_by_side(line_chart("time per token", "stream length (tokens)", "ms", {bt, ft}, true),
+                                      line_chart("KV held", "stream length (tokens)", "MiB", {bm, fm}, true)));
+      }
+    }
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "mstar-bench: {}\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,168 @@
+#include "bench/engine_bench.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "core/errors.h"
+#include "engine/run.h"
+#include "models/tts_model.h"
+#include "models/weights.h"
+
+namespace mstar::bench {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+}
+
+int64_t current_rss_bytes() {
+  std::ifstream f("/proc/self/statm");
+  int64_t size = 0, resident = 0;
+  f >> size >> resident;
+  return resident * sysconf(_SC_PAGESIZE);
+}
+
+ResolvedDeployment resolve_or_throw(const std::filesystem::path& config, const std::vector<std::string>& sets) {
+  Diagnostics diags;
+  std::vector<SetOverride> so;
+  for (const auto& s : sets) so.push_back(parse_set(s));
+  auto r = resolve_deployment(config, so, diags);
+  if (!r) throw ConfigError(diags.str());
+  return *r;
+}
+
+Table bench_run(const ResolvedDeployment& d, int repeats) {
+  Table t{{"repeat", "requests", d.model.kind == ModelKind::tts ? "tokens" : "frames", "per_s", "step_p50_ms",
+           "step_p95_ms", "step_p99_ms", "first_p50_ms", "first_p95_ms", "host_share", "peak_rss_mib"},
+          {}};
+  const Weights w = Weights::from_manifest(d.model);
+  std::vector<double> rates;
+  for (int r = 0; r < repeats; ++r) {
+    const RunStats s = run_deployment(d, w, {}, [](const nlohmann::json&) {});
+    double host = 0, step = 0;
+    for (size_t i = 0; i < s.step_ms.size(); ++i) host += s.host_ms[i], step += s.step_ms[i];
+    const double rate = static_cast<double>(s.produced) / s.seconds;
+    rates.push_back(rate);
+    t.rows.push_back({r + 1, s.requests_done, s.produced, rate, percentile(s.step_ms, 50), percentile(s.step_ms, 95),
+                      percentile(s.step_ms, 99), percentile(s.first_chunk_ms, 50), percentile(s.first_chunk_ms, 95),
+                      step > 0 ? host / step : 0.0, static_cast<double>(s.peak_rss_bytes) / (1 << 20)});
+  }
+  std::sort(rates.begin(), rates.end());
+  t.rows.push_back({"median", "", "", rates[rates.size() / 2], "", "", "", "", "", "", ""});
+  return t;
+}
+
+Table bench_concurrency(const std::filesystem::path& config, const std::vector<std::string>& sets,
+                        const std::vector<int64_t>& streams, int64_t tokens) {
+  const ResolvedDeployment base = resolve_or_throw(config, sets);
+  const bool tts = base.model.kind == ModelKind::tts;
+  const auto& res = base.model.resources.at(0);
+  const int64_t rows = tts ? std::get<BoundedKVSpec>(res.spec).config.rows_per_request : 1;
+  Table t{{"streams", tts ? "tokens" : "frames", "aggregate_per_s", "per_stream_per_s", "step_p50_ms", "host_p50_ms",
+           "host_share"},
+          {}};
+  for (int64_t n : streams) {
+    std::vector<std::string> s = sets;
+    s.push_back(fmt::format("workload.requests.count={}", n));
+    s.push_back("workload.requests.arrival_every=0");
+    s.push_back(fmt::format("workload.requests.{}={}", tts ? "max_tokens" : "frames", tokens));
+    s.push_back(fmt::format("resources.{}.{}={}", res.key(), tts ? "max_slots" : "num_sessions", n));
+    s.push_back(fmt::format("scheduler.max_batch={}", n * rows));
+    const ResolvedDeployment d = resolve_or_throw(config, s);
+    const Weights w = Weights::from_manifest(d.model);
+    const RunStats st = run_deployment(d, w, {}, [](const nlohmann::json&) {});
+    double host = 0, step = 0;
+    for (size_t i = 0; i < st.step_ms.size(); ++i) host += st.host_ms[i], step += st.step_ms[i];
+    const double agg = static_cast<double>(st.produced) / st.seconds;
+    t.rows.push_back({n, st.produced, agg, agg / static_cast<double>(n), percentile(st.step_ms, 50),
+                      percentile(st.host_ms, 50), step > 0 ? host / step : 0.0});
+  }
+  return t;
+}
+
+std::vector<StreamPoint> bench_stream(const ResolvedDeployment& d, const std::vector<int64_t>& lengths, int probe) {
+  if (d.model.kind != ModelKind::tts) throw ConfigError("mstar-bench stream needs a tts deployment");
+  const Weights w = Weights::from_manifest(d.model);
+  const TtsModel model(d.model, w, d.deployment.backend);
+  const BoundedKVSpec bounded_spec = std::get<BoundedKVSpec>(d.model.resources.at(0).spec);
+  const int64_t longest = *std::max_element(lengths.begin(), lengths.end()) + probe + 1;
+  // The same model with a cache that keeps everything: a window as long as
+  // the longest stream.
+  BoundedKVSpec full_spec = bounded_spec;
+  full_spec.config.retention = SinkWindow{0, longest, false};
+  full_spec.config.max_slots = 1;
+  full_spec.config.min_source_len = 0;
+  full_spec.config.max_source_len = 0;
+  BoundedKVSpec bspec = bounded_spec;
+  bspec.config.max_slots = 1;
+  bspec.config.min_source_len = 0;
+  bspec.config.max_source_len = 0;
+  const int64_t chunk = bspec.config.query_window.value_or(256);
+  full_spec.config.query_window = chunk;
+  const int64_t bytes_per_entry = bspec.config.num_layers * bspec.config.rows_per_request * bspec.config.num_heads * 2 *
+                                  bspec.config.head_dim * static_cast<int64_t>(dtype_size(bspec.config.dtype));
+  const auto& a = d.model.arch.common;
+  (void)a;
+
+  struct Stream {
+    BoundedKVManager kv;
+    int64_t written = 0;
+    explicit Stream(const BoundedKVSpec& s, const Deployment& dep)
+        : kv(s, BoundedKVOptions{dep.backend, static_cast<int>(dep.threads)}) {
+      kv.ingest_request("s");
+    }
+    // Writes `tokens` and returns the seconds it took.
+    double feed(const TtsModel& m, const std::vector<int32_t>& tokens) {
+      const auto rows = kv.config().rows_per_request;
+      BoundedKVStep st{{{"s", "bench", static_cast<int64_t>(tokens.size())}}, {{"s", {0, written, 0}}}};
+      StepContext ctx;
+      ctx.add_rows("s", static_cast<int>(rows));
+      const auto t0 = Clock::now();
+      if (!kv.admit(st, ctx).ok()) throw InputError("bench stream: step refused");
+      const BoundedKVPlan plan = kv.plan(st, ctx);
+      std::vector<float> logits;
+      m.step(kv, st, ctx, plan, std::vector<std::vector<int32_t>>(static_cast<size_t>(rows), tokens), logits);
+      kv.commit(st, ctx);
+      written += static_cast<int64_t>(tokens.size());
+      return std::chrono::duration<double>(Clock::now() - t0).count();
+    }
+  };
+  Stream bounded(bspec, d.deployment), full(full_spec, d.deployment);
+  const int64_t retained = bspec.config.max_retained();
+  std::vector<StreamPoint> out;
+  for (int64_t L : lengths) {
+    for (Stream* s : {&bounded, &full}) {
+      while (s->written < L) {
+        const int64_t n = std::min(chunk, L - s->written);
+        s->feed(model, std::vector<int32_t>(static_cast<size_t>(n), 7));
+      }
+    }
+    StreamPoint p{L, 0, 0, 0, 0, 0};
+    double tb = 0, tf = 0;
+    for (int i = 0; i < probe; ++i) {
+      tb += bounded.feed(model, {5});
+      tf += full.feed(model, {5});
+    }
+    p.bounded_ms_per_token = tb * 1000 / probe;
+    p.full_ms_per_token = tf * 1000 / probe;
+    p.bounded_kv_bytes = std::min(bounded.written, retained) * bytes_per_entry;
+    p.full_kv_bytes = full.written * bytes_per_entry;
+    p.rss_bytes = current_rss_bytes();
+    out.push_back(p);
+  }
+  return out;
+}
+
+Table stream_table(const std::vector<StreamPoint>& points) {
+  Table t{{"length", "bounded_ms_per_token", "full_ms_per_token", "bounded_kv_mib", "full_kv_mib", "rss_mib"}, {}};
+  for (const auto& p : points)
+    t.rows.push_back({p.length, p.bounded_ms_per_token, p.full_ms_per_token,
+                      static_cast<double>(p.bounded_kv_bytes) / (1 << 20), static_cast<double>(p.full_kv_bytes) / (1 << 20),
+                      static_cast<double>(p.rss_bytes) / (1 << 20)});
+  return t;
+}
+
+}  // namespace mstar::bench

@@ -1,0 +1,175 @@
+#include "bench/kernels.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "bounded_attention.h"
+#include "core/buffer.h"
+#include "core/errors.h"
+#include "resources/ring_kv/layer_cache.h"
+#include "ring_attention.h"
+
+namespace mstar::bench {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+void fill_random(HostBuffer& b, uint64_t seed) {
+  std::mt19937_64 g(seed);
+  std::normal_distribution<float> n;
+  const auto count = static_cast<size_t>(b.shape().numel());
+  // A repeating block keeps filling fast for multi-GiB pools.
+  std::vector<float> block(4096);
+  for (auto& x : block) x = n(g);
+  for (size_t i = 0; i < count; ++i) store_from_f32(b.data(), b.dtype(), i, block[i % block.size()]);
+}
+
+template <class Call>
+void time_calls(Call&& call, int repeats, KernelResult& r) {
+  call(0);  // warm-up
+  std::vector<double> us;
+  for (int i = 0; i < repeats; ++i) {
+    const auto t0 = Clock::now();
+    call(i + 1);
+    us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+  }
+  std::sort(us.begin(), us.end());
+  r.median_us = us[us.size() / 2];
+  r.min_us = us.front();
+  r.max_us = us.back();
+  r.gbs = static_cast<double>(r.kv_bytes) / (r.median_us * 1e-6) / 1e9;
+}
+
+KernelResult bench_bounded(const KernelShape& s, Backend backend, bool cold, int repeats, int64_t llc) {
+  KernelResult r{s, backend, cold};
+  const int64_t D = s.head_dim, H = s.kv_heads, es = static_cast<int64_t>(dtype_size(s.dtype));
+  const int64_t slot_tokens = s.kv_len + s.q_tokens;  // room for the step's writes after the read range
+  const int64_t slot_bytes = H * slot_tokens * 2 * D * es;
+  int64_t slots = s.batch;
+  if (cold) slots = std::max<int64_t>(s.batch, (4 * llc + slot_bytes - 1) / slot_bytes);
+  HostBuffer pool(s.dtype, Shape{slots, H, slot_tokens, 2 * D});
+  fill_random(pool, 1);
+  r.kv_bytes = s.batch * H * s.kv_len * 2 * D * es;
+
+  std::vector<float> q(static_cast<size_t>(s.batch * s.q_tokens * s.q_heads * D), 0.1f),
+      k(static_cast<size_t>(s.batch * s.q_tokens * H * D), 0.2f), v(k.size(), 0.3f), out(q.size());
+  std::vector<int32_t> q_indptr(static_cast<size_t>(s.batch + 1)), kv_indptr(q_indptr.size());
+  for (int64_t b = 0; b <= s.batch; ++b)
+    q_indptr[static_cast<size_t>(b)] = kv_indptr[static_cast<size_t>(b)] = static_cast<int32_t>(b * s.q_tokens);
+  std::vector<kernels::BoundedRowTable> table(static_cast<size_t>(s.batch));
+  std::vector<kernels::BoundedRowAddress> addr(static_cast<size_t>(s.batch));
+  kernels::BoundedAttentionParams p;
+  p.rows = static_cast<int32_t>(s.batch);
+  p.num_kv_heads = static_cast<int32_t>(H);
+  p.num_q_heads = static_cast<int32_t>(s.q_heads);
+  p.head_dim = static_cast<int32_t>(D);
+  p.kv_dtype = s.dtype;
+  p.mask = s.q_tokens > 1 ? kernels::StepMask::causal : kernels::StepMask::full;
+  p.scale = 1.0f / std::sqrt(static_cast<float>(D));
+  p.threads = s.threads;
+  p.table = table.data();
+  p.address = addr.data();
+  p.q_indptr = q_indptr.data();
+  p.kv_indptr = kv_indptr.data();
+  p.q = q.data();
+  p.q_token_stride = s.q_heads * D;
+  p.q_head_stride = D;
+  p.k = k.data();
+  p.v = v.data();
+  p.kv_token_stride = H * D;
+  p.kv_head_stride = D;
+  p.out = out.data();
+  p.out_token_stride = s.q_heads * D;
+  p.out_head_stride = D;
+  auto call = [&](int i) {
+    for (int64_t b = 0; b < s.batch; ++b) {
+      const int64_t slot = cold ? (static_cast<int64_t>(i) * s.batch + b) % slots : b;
+      auto& t = table[static_cast<size_t>(b)];
+      t = {};
+      t.slot = static_cast<int32_t>(slot);
+      t.reads[0] = {0, 0, static_cast<int32_t>(s.kv_len)};
+      t.writes[0] = {0, 1, static_cast<int32_t>(s.kv_len), static_cast<int32_t>(s.q_tokens)};  // a decode step's write
+      addr[static_cast<size_t>(b)].slot = static_cast<unsigned char*>(pool.data()) + slot * slot_bytes;
+      addr[static_cast<size_t>(b)].slot_head_stride = slot_tokens * 2 * D;
+    }
+    kernels::bounded_attention(backend, p);
+  };
+  time_calls(call, repeats, r);
+  return r;
+}
+
+KernelResult bench_ring(const KernelShape& s, Backend backend, bool cold, int repeats, int64_t llc) {
+  KernelResult r{s, backend, cold};
+  const int64_t D = s.head_dim, H = s.kv_heads, T = s.q_tokens, es = static_cast<int64_t>(dtype_size(s.dtype));
+  const int64_t frames = std::max<int64_t>(1, s.kv_len / T);
+  const int64_t session_bytes = 2 * H * (frames + 1) * T * D * es;
+  int64_t sessions = s.batch;
+  if (cold) sessions = std::max<int64_t>(s.batch, (4 * llc + session_bytes - 1) / session_bytes);
+  LayerRingCache ring(sessions + 1, H, RingGeometry{frames, frames, 1}, D, T, s.dtype);
+  // Fill every session's ring so every slot is written and visible.
+  std::vector<float> kv(static_cast<size_t>(2 * H * T * D), 0.5f);
+  std::vector<int32_t> one_session(1);
+  std::vector<int64_t> one_frame(1);
+  for (int64_t sess = 0; sess < sessions; ++sess)
+    for (int64_t f = 0; f < frames; ++f) {
+      one_session[0] = static_cast<int32_t>(sess);
+      one_frame[0] = f;
+      (void)ring.upsert(f32_view(kv.data(), Shape{2, H, T, D}), one_frame, one_session, UpsertOptions{true, false});
+    }
+  r.kv_bytes = s.batch * 2 * H * (frames + 1) * T * D * es;  // the visible ring (all but one frame) plus the new frame
+  std::vector<float> frame(static_cast<size_t>(2 * H * s.batch * T * D), 0.25f),
+      q(static_cast<size_t>(s.batch * T * s.q_heads * D), 0.1f), out(q.size());
+  std::vector<int32_t> session(static_cast<size_t>(s.batch));
+  std::vector<int64_t> pos(static_cast<size_t>(s.batch));
+  auto call = [&](int i) {
+    for (int64_t b = 0; b < s.batch; ++b) {
+      session[static_cast<size_t>(b)] = static_cast<int32_t>(cold ? (static_cast<int64_t>(i) * s.batch + b) % sessions : b);
+      pos[static_cast<size_t>(b)] = frames + i;  // the clock moves on; the ring is always full
+    }
+    const RingUpsert up = ring.upsert(f32_view(frame.data(), Shape{2, H, s.batch * T, D}), pos, session,
+                                      UpsertOptions{true, true});
+    kernels::RingAttentionParams p;
+    p.rows = static_cast<int32_t>(s.batch);
+    p.num_kv_heads = static_cast<int32_t>(H);
+    p.num_q_heads = static_cast<int32_t>(s.q_heads);
+    p.head_dim = static_cast<int32_t>(D);
+    p.q_tokens = static_cast<int32_t>(T);
+    p.kv_dtype = s.dtype;
+    p.scale = 1.0f / std::sqrt(static_cast<float>(D));
+    p.threads = s.threads;
+    p.keys = up.keys.data;
+    p.values = up.values.data;
+    p.head_stride = up.keys.strides[0];
+    p.total_slots = ring.total_slots();
+    p.visible = up.visible.data();
+    p.visible_row_stride = ring.total_slots();
+    p.span_lo = up.span_lo.data();
+    p.span_hi = up.span_hi.data();
+    p.q = q.data();
+    p.q_token_stride = s.q_heads * D;
+    p.q_head_stride = D;
+    p.out = out.data();
+    p.out_token_stride = s.q_heads * D;
+    p.out_head_stride = D;
+    kernels::ring_attention(backend, p);
+  };
+  time_calls(call, repeats, r);
+  return r;
+}
+
+}  // namespace
+
+KernelResult bench_kernel(const KernelShape& s, Backend backend, bool cold, int repeats, int64_t llc_bytes) {
+  if (s.q_heads % s.kv_heads != 0)
+    throw ConfigError(fmt::format("q_heads {} must be a multiple of kv_heads {}", s.q_heads, s.kv_heads));
+  if (s.kind == "ring") return bench_ring(s, backend, cold, repeats, llc_bytes);
+  if (s.kind == "decode" || s.kind == "chunk") return bench_bounded(s, backend, cold, repeats, llc_bytes);
+  throw ConfigError(fmt::format("kernel kind '{}' (expected decode, chunk or ring)", s.kind));
+}
+
+}  // namespace mstar::bench

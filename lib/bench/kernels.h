@@ -1,0 +1,41 @@
+#pragma once
+// Kernel benchmarks on the shapes other engines' attention benchmarks use:
+// head dim, query heads, KV heads, KV length, query tokens per row, batch,
+// KV dtype, threads. Bounded attention reads each row's KV in place from its
+// slot (decode: one query token per row; chunk: 16 to 256); ring attention
+// upserts one frame per row and attends to its session's visible slots.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "backend.h"
+#include "core/dtype.h"
+
+namespace mstar::bench {
+
+struct KernelShape {
+  std::string kind = "decode";  // decode | chunk | ring
+  int64_t head_dim = 128;
+  int64_t q_heads = 16;
+  int64_t kv_heads = 4;
+  int64_t kv_len = 4096;   // entries each row reads (bounded); ring: ring frames x tokens per frame
+  int64_t q_tokens = 1;    // query tokens per row (decode: 1); ring: tokens per frame
+  int64_t batch = 1;
+  DType dtype = DType::bf16;
+  int threads = 1;
+};
+
+struct KernelResult {
+  KernelShape shape;
+  Backend backend = Backend::cpu;
+  bool cold = false;
+  double median_us = 0, min_us = 0, max_us = 0;
+  int64_t kv_bytes = 0;  // KV read per call
+  double gbs = 0;        // kv_bytes / median
+};
+
+// Hot: the same KV every call (it may sit in cache). Cold: a pool several
+// times the last-level cache, rows' slots rotated every call.
+KernelResult bench_kernel(const KernelShape& s, Backend backend, bool cold, int repeats, int64_t llc_bytes);
+
+}  // namespace mstar::bench

@@ -1,0 +1,47 @@
+#include "bench/memory.h"
+
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
+#include "core/buffer.h"
+
+namespace mstar::bench {
+
+Bandwidth measure_bandwidth(int threads, int64_t array_bytes, int repeats) {
+  const int64_t n = array_bytes / 8;
+  HostBuffer ab(DType::f32, Shape{2 * n}), bb(DType::f32, Shape{2 * n}), cb(DType::f32, Shape{2 * n});
+  auto* a = static_cast<double*>(ab.data());
+  auto* b = static_cast<double*>(bb.data());
+  auto* c = static_cast<double*>(cb.data());
+  // First touch from the threads that will stream the arrays.
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t i = 0; i < n; ++i) a[i] = 1.0, b[i] = 2.0, c[i] = 0.5;
+  std::vector<double> copy, triad;
+  using Clock = std::chrono::steady_clock;
+  for (int r = 0; r < repeats; ++r) {
+    auto t0 = Clock::now();
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t i = 0; i < n; ++i) c[i] = a[i];
+    auto t1 = Clock::now();
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t i = 0; i < n; ++i) a[i] = b[i] + 3.0 * c[i];
+    auto t2 = Clock::now();
+    copy.push_back(2.0 * static_cast<double>(n) * 8 / std::chrono::duration<double>(t1 - t0).count() / 1e9);
+    triad.push_back(3.0 * static_cast<double>(n) * 8 / std::chrono::duration<double>(t2 - t1).count() / 1e9);
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  Bandwidth bw;
+  bw.copy_gbs = *std::max_element(copy.begin(), copy.end());
+  bw.triad_gbs = *std::max_element(triad.begin(), triad.end());
+  bw.copy_median_gbs = median(copy);
+  bw.triad_median_gbs = median(triad);
+  bw.array_bytes = n * 8;
+  bw.threads = threads;
+  return bw;
+}
+
+}  // namespace mstar::bench
