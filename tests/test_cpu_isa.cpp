@@ -76,8 +76,8 @@ std::pair<std::vector<float>, std::vector<unsigned char>> run_case(const Case& c
 
 }  // namespace
 
-TEST_CASE("cpu bodies agree with the reference on odd sizes") {
-  for (int32_t D : {17, 54, 97})
+TEST_CASE("cpu bodies agree with the reference on odd sizes and the fast head dims (64, 128)") {
+  for (int32_t D : {17, 54, 97, 64, 128})
     for (DType dt : {DType::f32, DType::f16, DType::bf16})
       for (StepMask mask : {StepMask::full, StepMask::causal}) {
         CAPTURE(D);
@@ -98,8 +98,8 @@ TEST_CASE("cpu bodies agree with the reference on odd sizes") {
       }
 }
 
-TEST_CASE("cpu ring bodies agree with the reference on odd sizes") {
-  for (int32_t D : {17, 54, 97})
+TEST_CASE("cpu ring bodies agree with the reference on odd sizes and the fast head dims (64, 128)") {
+  for (int32_t D : {17, 54, 97, 64, 128})
     for (DType dt : {DType::f32, DType::f16, DType::bf16}) {
       CAPTURE(D);
       CAPTURE(to_string(dt));

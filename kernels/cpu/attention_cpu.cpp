@@ -20,7 +20,7 @@ CpuIsa best_cpu_isa() {
 }
 
 CpuScratchBuffer::CpuScratchBuffer(int32_t max_qn, int32_t D)
-    : f_(static_cast<size_t>(2 * max_qn * D + 2 * max_qn + 2 * kCpuChunk * D + kCpuChunk)),
+    : f_(static_cast<size_t>(2 * max_qn * D + 2 * max_qn + 2 * kCpuChunk * D + kScoreRows * kCpuChunk)),
       i_(static_cast<size_t>(max_qn)) {
   float* b = f_.data();
   s_.qblock = b;

@@ -16,11 +16,12 @@ struct CpuScratch {
   float* l;          // [qn] running denominator
   float* kbuf;       // [chunk, D]
   float* vbuf;       // [chunk, D]
-  float* scores;     // [chunk]
+  float* scores;     // [kScoreRows, chunk]: scores of a block of query rows
   int32_t* visible;  // [qn]
 };
 
 constexpr int32_t kCpuChunk = 64;
+constexpr int32_t kScoreRows = 4;  // query rows that share each key load in the AVX2 body
 
 // Owns the scratch for queries of up to max_qn rows of head_dim D.
 class CpuScratchBuffer {
