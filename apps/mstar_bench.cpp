@@ -159,7 +159,7 @@ int main(int argc, char** argv) {
       if (bw <= 0) bw = measure_bandwidth(kthreads, 512 << 20, 5).triad_gbs;
       const std::vector<KernelShape> shapes = sweep.empty() ? std::vector<KernelShape>{shape} : read_sweep(sweep);
       Table t{{"kind", "backend", "cache", "dtype", "head_dim", "q_heads", "kv_heads", "kv_len", "q_tokens", "batch",
-               "threads", "median_us", "min_us", "max_us", "kv_mib", "gbs", "of_bandwidth"},
+               "threads", "median_us", "min_us", "max_us", "kv_mib", "gbs", "of_bandwidth", "gflops"},
               {}};
       std::vector<Bar> bars;
       for (const KernelShape& s : shapes)
@@ -170,7 +170,7 @@ int main(int argc, char** argv) {
             const KernelResult r = bench_kernel(s, b, cold, b == Backend::reference ? std::min(krepeats, 3) : krepeats, m.llc_bytes);
             t.rows.push_back({s.kind, std::string(to_string(b)), cold ? "cold" : "hot", std::string(to_string(s.dtype)),
                               s.head_dim, s.q_heads, s.kv_heads, s.kv_len, s.q_tokens, s.batch, s.threads, r.median_us,
-                              r.min_us, r.max_us, static_cast<double>(r.kv_bytes) / (1 << 20), r.gbs, r.gbs / bw});
+                              r.min_us, r.max_us, static_cast<double>(r.kv_bytes) / (1 << 20), r.gbs, r.gbs / bw, r.gflops});
             bars.push_back({fmt::format("{} {} {} {} b{} {}", s.kind, to_string(b), cold ? "cold" : "hot",
                                         to_string(s.dtype), s.batch, s.kv_len),
                             r.gbs / bw});

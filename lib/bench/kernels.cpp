@@ -43,6 +43,7 @@ void time_calls(Call&& call, int repeats, KernelResult& r) {
   r.min_us = us.front();
   r.max_us = us.back();
   r.gbs = static_cast<double>(r.kv_bytes) / (r.median_us * 1e-6) / 1e9;
+  r.gflops = r.flops / (r.median_us * 1e-6) / 1e9;
 }
 
 KernelResult bench_bounded(const KernelShape& s, Backend backend, bool cold, int repeats, int64_t llc) {
@@ -55,6 +56,7 @@ KernelResult bench_bounded(const KernelShape& s, Backend backend, bool cold, int
   HostBuffer pool(s.dtype, Shape{slots, H, slot_tokens, 2 * D});
   fill_random(pool, 1);
   r.kv_bytes = s.batch * H * s.kv_len * 2 * D * es;
+  r.flops = 4.0 * static_cast<double>(s.batch * s.q_heads * s.q_tokens * (s.kv_len + s.q_tokens) * D);
 
   std::vector<float> q(static_cast<size_t>(s.batch * s.q_tokens * s.q_heads * D), 0.1f),
       k(static_cast<size_t>(s.batch * s.q_tokens * H * D), 0.2f), v(k.size(), 0.3f), out(q.size());
@@ -122,6 +124,7 @@ KernelResult bench_ring(const KernelShape& s, Backend backend, bool cold, int re
       (void)ring.upsert(f32_view(kv.data(), Shape{2, H, T, D}), one_frame, one_session, UpsertOptions{true, false});
     }
   r.kv_bytes = s.batch * 2 * H * (frames + 1) * T * D * es;  // the visible ring (all but one frame) plus the new frame
+  r.flops = 4.0 * static_cast<double>(s.batch * s.q_heads * T * frames * T * D);
   std::vector<float> frame(static_cast<size_t>(2 * H * s.batch * T * D), 0.25f),
       q(static_cast<size_t>(s.batch * T * s.q_heads * D), 0.1f), out(q.size());
   std::vector<int32_t> session(static_cast<size_t>(s.batch));

@@ -32,6 +32,8 @@ struct KernelResult {
   double median_us = 0, min_us = 0, max_us = 0;
   int64_t kv_bytes = 0;  // KV read per call
   double gbs = 0;        // kv_bytes / median
+  double flops = 0;      // multiply-adds x 2 of q.k and p.v per call
+  double gflops = 0;     // flops / median
 };
 
 // Hot: the same KV every call (it may sit in cache). Cold: a pool several
