@@ -83,6 +83,7 @@ void write_file(const std::string& path, const std::string& text) {
 int main(int argc, char** argv) {
   CLI::App app{"Benchmark mstar's kernels and engine against the machine's limits"};
   app.require_subcommand(1);
+  app.fallthrough();  // --json, --csv and --plot may follow the subcommand
   bool as_json = false, as_csv = false;
   std::string plot;
   app.add_flag("--json", as_json, "print JSON");

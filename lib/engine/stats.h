@@ -25,7 +25,7 @@ struct RunStats {
   int64_t admission_waits = 0;  // request-steps spent refused for now
   double seconds = 0;
   std::vector<double> step_ms;
-  std::vector<double> host_ms;  // per step: admission, planning, scheduling, events (all but the forward)
+  std::vector<double> host_ms;  // per step: admission, planning, scheduling, events (all but the forward and sampling)
   std::vector<double> first_chunk_ms;  // arrival to first chunk or frame
   std::vector<ResourceUsage> resources;
   int64_t peak_rss_bytes = 0;

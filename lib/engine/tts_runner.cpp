@@ -150,7 +150,7 @@ RunStats run_tts(const ResolvedDeployment& d, const Weights& weights, std::vecto
       }
     const auto forward_start = Clock::now();
     model.step(kv, step, ctx, plan, row_tokens, logits);
-    const double forward_ms = ms_since(forward_start);
+    double forward_ms = ms_since(forward_start);  // the model's work, sampling added below
     kv.commit(step, ctx);
 
     const int64_t V = model.vocab();
@@ -164,7 +164,9 @@ RunStats run_tts(const ResolvedDeployment& d, const Weights& weights, std::vecto
         for (int64_t t = 0; t < V; ++t) lg[static_cast<size_t>(t)] = u[t] + static_cast<float>(wl.guidance_scale) * (lg[static_cast<size_t>(t)] - u[t]);
       }
       l.written += row_tokens[i * static_cast<size_t>(R)].size();
+      const auto sample_start = Clock::now();
       l.last = l.sampler.sample(lg);
+      forward_ms += ms_since(sample_start);
       l.chunk.push_back(l.last);
       ++l.generated;
       ++st.produced;

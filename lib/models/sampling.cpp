@@ -24,10 +24,11 @@ int32_t Sampler::sample(std::span<const float> logits) {
   scratch_.clear();
   for (size_t i = 0; i < logits.size(); ++i) scratch_.emplace_back(logits[i], static_cast<int32_t>(i));
   // Highest first; ties by index, so the order (and the draw) is deterministic.
-  std::sort(scratch_.begin(), scratch_.end(),
-            [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); });
+  // With top_k only the first k need ordering.
+  const auto higher = [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); };
   size_t keep = scratch_.size();
   if (p_.top_k > 0) keep = std::min(keep, static_cast<size_t>(p_.top_k));
+  std::partial_sort(scratch_.begin(), scratch_.begin() + static_cast<long>(keep), scratch_.end(), higher);
   const double mx = scratch_[0].first;
   std::vector<double> prob(keep);
   double total = 0;
