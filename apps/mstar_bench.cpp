@@ -7,6 +7,8 @@
 #include <iostream>
 
 #include <CLI/CLI.hpp>
+
+#include "cli.h"
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
@@ -134,14 +136,7 @@ int main(int argc, char** argv) {
   stream->add_option("--lengths", lengths, "stream lengths, comma-separated");
   stream->add_option("--probe", probe, "decode steps timed at each length")->check(CLI::PositiveNumber);
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    app.exit(e);
-    return 2;
-  }
+  if (auto rc = mstar::cli::parse(app, argc, argv)) return *rc;
   const Format fmt_out = as_json ? Format::json : as_csv ? Format::csv : Format::markdown;
   try {
     const Machine m = machine();

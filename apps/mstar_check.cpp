@@ -6,6 +6,8 @@
 #include <iostream>
 
 #include <CLI/CLI.hpp>
+
+#include "cli.h"
 #include <fmt/format.h>
 
 #include "config/deployment.h"
@@ -19,21 +21,10 @@ int main(int argc, char** argv) {
   app.add_option("configs", configs, "deployment YAML files")->required();
   app.add_option("--set", sets, "override a deployment key: dotted.key=value (repeatable)");
   app.add_flag("--json", json, "print the plan as JSON");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    app.exit(e);
-    return 2;
-  }
-  std::vector<mstar::SetOverride> overrides;
-  try {
-    for (const auto& s : sets) overrides.push_back(mstar::parse_set(s));
-  } catch (const mstar::ConfigError& e) {
-    fmt::print(stderr, "mstar-check: {}\n", e.what());
-    return 2;
-  }
+  if (auto rc = mstar::cli::parse(app, argc, argv)) return *rc;
+  const auto set_list = mstar::cli::sets(sets, "mstar-check");
+  if (!set_list) return 2;
+  const std::vector<mstar::SetOverride>& overrides = *set_list;
   int rc = 0;
   nlohmann::json plans = nlohmann::json::array();
   for (const auto& path : configs) {

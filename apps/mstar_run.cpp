@@ -9,6 +9,8 @@
 #include <iostream>
 
 #include <CLI/CLI.hpp>
+
+#include "cli.h"
 #include <fmt/format.h>
 
 #include "config/deployment.h"
@@ -26,21 +28,10 @@ int main(int argc, char** argv) {
   app.add_option("--out", out_path, "write events here instead of standard output");
   app.add_option("--frames-dir", frames_dir, "world: write each frame's latents as raw f32 files here");
   app.add_flag("--json", json, "print the final stats as one JSON object (the last event line)");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    app.exit(e);
-    return 2;
-  }
-  std::vector<mstar::SetOverride> overrides;
-  try {
-    for (const auto& s : sets) overrides.push_back(mstar::parse_set(s));
-  } catch (const mstar::ConfigError& e) {
-    fmt::print(stderr, "mstar-run: {}\n", e.what());
-    return 2;
-  }
+  if (auto rc = mstar::cli::parse(app, argc, argv)) return *rc;
+  const auto set_list = mstar::cli::sets(sets, "mstar-run");
+  if (!set_list) return 2;
+  const std::vector<mstar::SetOverride>& overrides = *set_list;
   mstar::Diagnostics diags;
   auto resolved = mstar::resolve_deployment(config, overrides, diags);
   if (!resolved) {

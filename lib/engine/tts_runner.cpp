@@ -7,6 +7,7 @@
 
 #include "engine/arrivals.h"
 #include "engine/batcher.h"
+#include "engine/runner_common.h"
 #include "models/sampling.h"
 #include "models/tts_model.h"
 #include "resources/bounded_kv/manager.h"
@@ -54,7 +55,6 @@ RunStats run_tts(const ResolvedDeployment& d, const Weights& weights, std::vecto
 
   RunStats st;
   st.unit = "tokens";
-  const auto t0 = Clock::now();
 
   // Voices: each prefilled once into a shared source.
   std::map<std::string, Voice> voices;
@@ -74,10 +74,8 @@ RunStats run_tts(const ResolvedDeployment& d, const Weights& weights, std::vecto
     kv.register_source(voice.source, f32_view(src.k.data(), sh), f32_view(src.v.data(), sh));
   }
 
-  auto error = [&](const std::string& id, const std::string& message) {
-    ++st.requests_failed;
-    events({{"event", "error"}, {"id", id}, {"message", message}});
-  };
+  RunReporter report(st, events);
+  auto error = [&](const std::string& id, const std::string& message) { report.error(id, message); };
   auto flush = [&](Live& l) {
     if (l.chunk.empty()) return;
     if (l.chunks == 0) st.first_chunk_ms.push_back(ms_since(l.arrived));
@@ -95,16 +93,10 @@ RunStats run_tts(const ResolvedDeployment& d, const Weights& weights, std::vecto
 
   for (int64_t s = 0; !arrivals.empty() || !batcher.waiting.empty() || !batcher.running.empty(); ++s) {
     for (RequestItem& item : arrivals.take(s)) {
-      if (auto* bad = std::get_if<BadRequest>(&item)) {
-        error(bad->id, bad->message);
-      } else if (auto* c = std::get_if<CancelRequest>(&item)) {
-        const bool found = batcher.drop(c->id, "cancelled", [&](Live& l, const std::string&) {
-          kv.remove_request(l.id());  // its slot returns at once
-          ++st.requests_cancelled;
-          events({{"event", "done"}, {"id", l.id()}, {"reason", "cancelled"}, {"tokens", l.generated}});
-        });
-        if (!found) error(c->id, fmt::format("cancel: no waiting or running request '{}'", c->id));
-      } else if (auto* r = std::get_if<TtsRequest>(&item)) {
+      if (report.control(item, batcher, kv, [](const Live& l) { return nlohmann::json{{"tokens", l.generated}}; })) {
+        continue;
+      }
+      if (auto* r = std::get_if<TtsRequest>(&item)) {
         auto v = voices.find(r->voice);
         if (v == voices.end()) {
           error(r->id, fmt::format("request '{}': unknown voice '{}'", r->id, r->voice));
@@ -181,13 +173,9 @@ RunStats run_tts(const ResolvedDeployment& d, const Weights& weights, std::vecto
       }
     }
     batcher.running = std::move(still);
-    st.step_ms.push_back(ms_since(step_start));
-    st.host_ms.push_back(st.step_ms.back() - forward_ms);
-    ++st.steps;
-    st.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-    if (options.on_step) options.on_step(st);
+    report.end_step(step_start, forward_ms, options);
   }
-  st.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  st.seconds = report.elapsed();
   st.resources.push_back({spec.resource_key, "bounded_kv", kv.memory_bytes(), spec.config.max_slots, peak_slots});
   st.peak_rss_bytes = peak_rss_bytes();
   return st;

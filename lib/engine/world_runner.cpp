@@ -9,6 +9,7 @@
 
 #include "engine/arrivals.h"
 #include "engine/batcher.h"
+#include "engine/runner_common.h"
 #include "models/world_model.h"
 #include "resources/ring_kv/manager.h"
 
@@ -57,11 +58,8 @@ RunStats run_world(const ResolvedDeployment& d, const Weights& weights, std::vec
 
   RunStats st;
   st.unit = "frames";
-  const auto t0 = Clock::now();
-  auto error = [&](const std::string& id, const std::string& message) {
-    ++st.requests_failed;
-    events({{"event", "error"}, {"id", id}, {"message", message}});
-  };
+  RunReporter report(st, events);
+  auto error = [&](const std::string& id, const std::string& message) { report.error(id, message); };
 
   Arrivals arrivals(std::move(items));
   Batcher<Live> batcher;
@@ -70,16 +68,10 @@ RunStats run_world(const ResolvedDeployment& d, const Weights& weights, std::vec
   int64_t peak = 0;
   for (int64_t s = 0; !arrivals.empty() || !batcher.waiting.empty() || !batcher.running.empty(); ++s) {
     for (RequestItem& item : arrivals.take(s)) {
-      if (auto* bad = std::get_if<BadRequest>(&item)) {
-        error(bad->id, bad->message);
-      } else if (auto* c = std::get_if<CancelRequest>(&item)) {
-        const bool found = batcher.drop(c->id, "cancelled", [&](Live& l, const std::string&) {
-          kv.remove_request(l.id());  // its session is zeroed and returned at once
-          ++st.requests_cancelled;
-          events({{"event", "done"}, {"id", l.id()}, {"reason", "cancelled"}, {"frames", l.frame}});
-        });
-        if (!found) error(c->id, fmt::format("cancel: no waiting or running request '{}'", c->id));
-      } else if (auto* r = std::get_if<WorldRequest>(&item)) {
+      if (report.control(item, batcher, kv, [](const Live& l) { return nlohmann::json{{"frames", l.frame}}; })) {
+        continue;
+      }
+      if (auto* r = std::get_if<WorldRequest>(&item)) {
         kv.ingest_request(r->id);
         batcher.waiting.push_back(Live{*r, 0, Clock::now()});
       } else {
@@ -161,13 +153,9 @@ RunStats run_world(const ResolvedDeployment& d, const Weights& weights, std::vec
       }
     }
     batcher.running = std::move(still);
-    st.step_ms.push_back(ms_since(step_start));
-    st.host_ms.push_back(st.step_ms.back() - forward_ms);
-    ++st.steps;
-    st.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-    if (options.on_step) options.on_step(st);
+    report.end_step(step_start, forward_ms, options);
   }
-  st.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  st.seconds = report.elapsed();
   st.resources.push_back({spec.resource_key, "ring_kv", kv.memory_bytes(), spec.config.num_sessions, peak});
   st.peak_rss_bytes = peak_rss_bytes();
   return st;
