@@ -51,7 +51,7 @@ std::vector<KernelShape> read_sweep(const std::string& path) {
     for (size_t i = 0; i < list.size(); ++i) {
       const std::string p = fmt::format("shapes[{}]", i);
       auto e = read_map(list[i], ctx, p,
-                        {"kind", "head_dim", "q_heads", "kv_heads", "kv_len", "q_tokens", "batch", "dtype", "threads"});
+                        {"kind", "head_dim", "q_heads", "kv_heads", "kv_len", "sink", "q_tokens", "batch", "dtype", "threads"});
       if (!e) continue;
       KernelShape s;
       if (auto* v = e->find("kind")) read_yaml(*v, ctx, p + ".kind", s.kind);
@@ -59,6 +59,7 @@ std::vector<KernelShape> read_sweep(const std::string& path) {
       if (auto* v = e->find("q_heads")) read_yaml(*v, ctx, p + ".q_heads", s.q_heads, Range{1, 1024});
       if (auto* v = e->find("kv_heads")) read_yaml(*v, ctx, p + ".kv_heads", s.kv_heads, Range{1, 1024});
       if (auto* v = e->find("kv_len")) read_yaml(*v, ctx, p + ".kv_len", s.kv_len, Range{1, 1 << 24});
+      if (auto* v = e->find("sink")) read_yaml(*v, ctx, p + ".sink", s.sink, Range{0, 1 << 20});
       if (auto* v = e->find("q_tokens")) read_yaml(*v, ctx, p + ".q_tokens", s.q_tokens, Range{1, 4096});
       if (auto* v = e->find("batch")) read_yaml(*v, ctx, p + ".batch", s.batch, Range{1, 4096});
       if (auto* v = e->find("dtype")) read_yaml(*v, ctx, p + ".dtype", s.dtype);
@@ -108,7 +109,8 @@ int main(int argc, char** argv) {
   kern->add_option("--head-dim", shape.head_dim, "head dim")->check(CLI::PositiveNumber);
   kern->add_option("--q-heads", shape.q_heads, "query heads")->check(CLI::PositiveNumber);
   kern->add_option("--kv-heads", shape.kv_heads, "KV heads")->check(CLI::PositiveNumber);
-  kern->add_option("--kv-len", shape.kv_len, "KV entries per row (sink + window)")->check(CLI::PositiveNumber);
+  kern->add_option("--kv-len,--window", shape.kv_len, "window entries per row (ring: frames x tokens per frame)")->check(CLI::PositiveNumber);
+  kern->add_option("--sink", shape.sink, "sink entries per row, read before the window (bounded)")->check(CLI::NonNegativeNumber);
   kern->add_option("--q-tokens", shape.q_tokens, "query tokens per row (ring: tokens per frame)")->check(CLI::PositiveNumber);
   kern->add_option("--batch", shape.batch, "rows")->check(CLI::PositiveNumber);
   kern->add_option("--dtype", dtype, "KV dtype")->check(CLI::IsMember({"f32", "f16", "bf16"}));
@@ -154,7 +156,7 @@ int main(int argc, char** argv) {
       if (shape.kind == "ring" && !kern->count("--q-tokens")) shape.q_tokens = 256;
       if (bw <= 0) bw = measure_bandwidth(kthreads, 512 << 20, 5).triad_gbs;
       const std::vector<KernelShape> shapes = sweep.empty() ? std::vector<KernelShape>{shape} : read_sweep(sweep);
-      Table t{{"kind", "backend", "cache", "dtype", "head_dim", "q_heads", "kv_heads", "kv_len", "q_tokens", "batch",
+      Table t{{"kind", "backend", "cache", "dtype", "head_dim", "q_heads", "kv_heads", "sink", "kv_len", "q_tokens", "batch",
                "threads", "median_us", "min_us", "max_us", "kv_mib", "gbs", "of_bandwidth", "gflops"},
               {}};
       std::vector<Bar> bars;
@@ -165,7 +167,7 @@ int main(int argc, char** argv) {
             if ((cold && cache == "hot") || (!cold && cache == "cold")) continue;
             const KernelResult r = bench_kernel(s, b, cold, b == Backend::reference ? std::min(krepeats, 3) : krepeats, m.llc_bytes);
             t.rows.push_back({s.kind, std::string(to_string(b)), cold ? "cold" : "hot", std::string(to_string(s.dtype)),
-                              s.head_dim, s.q_heads, s.kv_heads, s.kv_len, s.q_tokens, s.batch, s.threads, r.median_us,
+                              s.head_dim, s.q_heads, s.kv_heads, s.sink, s.kv_len, s.q_tokens, s.batch, s.threads, r.median_us,
                               r.min_us, r.max_us, static_cast<double>(r.kv_bytes) / (1 << 20), r.gbs, r.gbs / bw, r.gflops});
             bars.push_back({fmt::format("{} {} {} {} b{} {}", s.kind, to_string(b), cold ? "cold" : "hot",
                                         to_string(s.dtype), s.batch, s.kv_len),

@@ -18,7 +18,8 @@ struct KernelShape {
   int64_t head_dim = 128;
   int64_t q_heads = 16;
   int64_t kv_heads = 4;
-  int64_t kv_len = 4096;   // entries each row reads (bounded); ring: ring frames x tokens per frame
+  int64_t kv_len = 4096;   // window entries each row reads (bounded); ring: ring frames x tokens per frame
+  int64_t sink = 0;        // bounded: sink entries read before the window (a second range)
   int64_t q_tokens = 1;    // query tokens per row (decode: 1); ring: tokens per frame
   int64_t batch = 1;
   DType dtype = DType::bf16;
