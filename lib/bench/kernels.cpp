@@ -10,8 +10,7 @@
 #include "bounded_attention.h"
 #include "core/buffer.h"
 #include "core/errors.h"
-#include "resources/ring_kv/layer_cache.h"
-#include "ring_attention.h"
+#include "resources/ring_kv/manager.h"
 
 namespace mstar::bench {
 
@@ -118,54 +117,38 @@ KernelResult bench_ring(const KernelShape& s, Backend backend, bool cold, int re
   const int64_t session_bytes = 2 * H * (frames + 1) * T * D * es;
   int64_t sessions = s.batch;
   if (cold) sessions = std::max<int64_t>(s.batch, (4 * llc + session_bytes - 1) / session_bytes);
-  LayerRingCache ring(sessions + 1, H, RingGeometry{frames, frames, 1}, D, T, s.dtype);
+  // The resource itself, one layer: upsert and attend as the engine does.
+  RingKVConfig c;
+  c.num_layers = 1;
+  c.num_kv_heads = H;
+  c.head_dim = D;
+  c.tokens_per_frame = T;
+  c.layers = {RingGeometry{frames, frames, 1}};
+  c.num_sessions = sessions;
+  c.dtype = s.dtype;
+  RingKVManager ring(RingKVSpec{"bench", {}, c}, RingKVOptions{backend, s.threads});
   // Fill every session's ring so every slot is written and visible.
-  std::vector<float> kv(static_cast<size_t>(2 * H * T * D), 0.5f);
-  std::vector<int32_t> one_session(1);
-  std::vector<int64_t> one_frame(1);
+  std::vector<float> one(static_cast<size_t>(H * T * D), 0.5f);
   for (int64_t sess = 0; sess < sessions; ++sess)
     for (int64_t f = 0; f < frames; ++f) {
-      one_session[0] = static_cast<int32_t>(sess);
-      one_frame[0] = f;
-      (void)ring.upsert(f32_view(kv.data(), Shape{2, H, T, D}), one_frame, one_session, UpsertOptions{true, false});
+      const std::vector<int64_t> pos{f};
+      (void)ring.upsert(0, RingPlan{{static_cast<int32_t>(sess)}}, f32_view(one.data(), Shape{1, H, T, D}),
+                        f32_view(one.data(), Shape{1, H, T, D}), pos, UpsertOptions{true, false});
     }
   r.kv_bytes = s.batch * 2 * H * (frames + 1) * T * D * es;  // the visible ring (all but one frame) plus the new frame
   r.flops = 4.0 * static_cast<double>(s.batch * s.q_heads * T * frames * T * D);
-  std::vector<float> frame(static_cast<size_t>(2 * H * s.batch * T * D), 0.25f),
+  std::vector<float> k(static_cast<size_t>(s.batch * H * T * D), 0.25f),
       q(static_cast<size_t>(s.batch * T * s.q_heads * D), 0.1f), out(q.size());
-  std::vector<int32_t> session(static_cast<size_t>(s.batch));
+  RingPlan plan{std::vector<int32_t>(static_cast<size_t>(s.batch))};
   std::vector<int64_t> pos(static_cast<size_t>(s.batch));
   auto call = [&](int i) {
     for (int64_t b = 0; b < s.batch; ++b) {
-      session[static_cast<size_t>(b)] = static_cast<int32_t>(cold ? (static_cast<int64_t>(i) * s.batch + b) % sessions : b);
+      plan.session[static_cast<size_t>(b)] = static_cast<int32_t>(cold ? (static_cast<int64_t>(i) * s.batch + b) % sessions : b);
       pos[static_cast<size_t>(b)] = frames + i;  // the clock moves on; the ring is always full
     }
-    const RingUpsert up = ring.upsert(f32_view(frame.data(), Shape{2, H, s.batch * T, D}), pos, session,
-                                      UpsertOptions{true, true});
-    kernels::RingAttentionParams p;
-    p.rows = static_cast<int32_t>(s.batch);
-    p.num_kv_heads = static_cast<int32_t>(H);
-    p.num_q_heads = static_cast<int32_t>(s.q_heads);
-    p.head_dim = static_cast<int32_t>(D);
-    p.q_tokens = static_cast<int32_t>(T);
-    p.kv_dtype = s.dtype;
-    p.scale = 1.0f / std::sqrt(static_cast<float>(D));
-    p.threads = s.threads;
-    p.keys = up.keys.data;
-    p.values = up.values.data;
-    p.head_stride = up.keys.strides[0];
-    p.total_slots = ring.total_slots();
-    p.visible = up.visible.data();
-    p.visible_row_stride = ring.total_slots();
-    p.span_lo = up.span_lo.data();
-    p.span_hi = up.span_hi.data();
-    p.q = q.data();
-    p.q_token_stride = s.q_heads * D;
-    p.q_head_stride = D;
-    p.out = out.data();
-    p.out_token_stride = s.q_heads * D;
-    p.out_head_stride = D;
-    kernels::ring_attention(backend, p);
+    const Shape sh{s.batch, H, T, D};
+    const RingUpsert up = ring.upsert(0, plan, f32_view(k.data(), sh), f32_view(k.data(), sh), pos, UpsertOptions{true, true});
+    ring.attend(0, up, f32_view(q.data(), Shape{s.batch * T, s.q_heads, D}), f32_view(out.data(), Shape{s.batch * T, s.q_heads, D}));
   };
   time_calls(call, repeats, r);
   return r;

@@ -57,6 +57,22 @@ class RunReporter {
     if (options.on_step) options.on_step(st_);
   }
 
+  // A request finished: its done event (with `fields`), and its claim back at once.
+  void done(Resource& kv, const std::string& id, const nlohmann::json& fields) {
+    nlohmann::json e{{"event", "done"}, {"id", id}};
+    e.update(fields);
+    events_(e);
+    ++st_.requests_done;
+    kv.remove_request(id);
+  }
+
+  // The run is over: its duration, the resource's occupancy and the peak RSS.
+  void finish(ResourceUsage usage) {
+    st_.seconds = elapsed();
+    st_.resources.push_back(std::move(usage));
+    st_.peak_rss_bytes = peak_rss_bytes();
+  }
+
   double elapsed() const { return std::chrono::duration<double>(Clock::now() - t0_).count(); }
 
  private:

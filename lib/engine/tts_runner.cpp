@@ -165,9 +165,7 @@ RunStats run_tts(const ResolvedDeployment& d, const Weights& weights, std::vecto
       const bool end = l.last == m.arch.tts.end_token, full = l.generated >= l.req.max_tokens;
       if (static_cast<int64_t>(l.chunk.size()) >= wl.chunk_tokens || end || full) flush(l);
       if (end || full) {
-        events({{"event", "done"}, {"id", l.id()}, {"reason", end ? "end_token" : "max_tokens"}, {"tokens", l.generated}});
-        ++st.requests_done;
-        kv.remove_request(l.id());  // the slot returns at once
+        report.done(kv, l.id(), {{"reason", end ? "end_token" : "max_tokens"}, {"tokens", l.generated}});
       } else {
         still.push_back(std::move(l));
       }
@@ -175,9 +173,7 @@ RunStats run_tts(const ResolvedDeployment& d, const Weights& weights, std::vecto
     batcher.running = std::move(still);
     report.end_step(step_start, forward_ms, options);
   }
-  st.seconds = report.elapsed();
-  st.resources.push_back({spec.resource_key, "bounded_kv", kv.memory_bytes(), spec.config.max_slots, peak_slots});
-  st.peak_rss_bytes = peak_rss_bytes();
+  report.finish({spec.resource_key, "bounded_kv", kv.memory_bytes(), spec.config.max_slots, peak_slots});
   return st;
 }
 

@@ -145,9 +145,7 @@ RunStats run_world(const ResolvedDeployment& d, const Weights& weights, std::vec
       }
       ++st.produced;
       if (++l.frame >= l.req.frames) {
-        events({{"event", "done"}, {"id", l.id()}, {"reason", "frames"}, {"frames", l.frame}});
-        ++st.requests_done;
-        kv.remove_request(l.id());
+        report.done(kv, l.id(), {{"reason", "frames"}, {"frames", l.frame}});
       } else {
         still.push_back(std::move(l));
       }
@@ -155,9 +153,7 @@ RunStats run_world(const ResolvedDeployment& d, const Weights& weights, std::vec
     batcher.running = std::move(still);
     report.end_step(step_start, forward_ms, options);
   }
-  st.seconds = report.elapsed();
-  st.resources.push_back({spec.resource_key, "ring_kv", kv.memory_bytes(), spec.config.num_sessions, peak});
-  st.peak_rss_bytes = peak_rss_bytes();
+  report.finish({spec.resource_key, "ring_kv", kv.memory_bytes(), spec.config.num_sessions, peak});
   return st;
 }
 
