@@ -196,7 +196,7 @@ ModelManifest world_manifest() {
   return m;
 }
 
-RingKVSpec world_kv(const ModelManifest& m) {
+RingKVSpec world_kv() {
   RingKVConfig c;
   c.num_layers = 2;
   c.num_kv_heads = 1;
@@ -205,7 +205,6 @@ RingKVSpec world_kv(const ModelManifest& m) {
   c.layers = {RingGeometry{3, 3, 1}, RingGeometry{6, 2, 2}};
   c.num_sessions = 2;
   c.dtype = DType::f32;
-  (void)m;
   return RingKVSpec{"kv", {}, c};
 }
 
@@ -260,7 +259,7 @@ TEST_CASE("world: frames through the ring equal a naive store of the retained fr
   for (Backend b : {Backend::reference, Backend::cpu}) {
     CAPTURE(to_string(b));
     const WorldModel model(m, w, b);
-    RingKVManager kv(world_kv(m), RingKVOptions{b, 2});
+    RingKVManager kv(world_kv(), RingKVOptions{b, 2});
     NaiveFrames naive{kv.config(), {}};
     kv.ingest_request("a");
     kv.ingest_request("b");
@@ -295,7 +294,7 @@ TEST_CASE("world: denoising passes that do not commit never change what a later 
   const WorldModel model(m, w, Backend::cpu);
   std::vector<std::vector<float>> runs[2];
   for (int junk = 0; junk < 2; ++junk) {
-    RingKVManager kv(world_kv(m), RingKVOptions{Backend::cpu, 1});
+    RingKVManager kv(world_kv(), RingKVOptions{Backend::cpu, 1});
     kv.ingest_request("a");
     for (int64_t f = 0; f < 10; ++f) {
       RingKVStep st{{{"a", "frame", 4}}, {{"a", f}}};
@@ -326,7 +325,7 @@ TEST_CASE("world: cpu and reference backends agree within 1e-3") {
   for (int i = 0; i < 2; ++i) {
     const Backend b = i == 0 ? Backend::reference : Backend::cpu;
     const WorldModel model(m, w, b);
-    RingKVManager kv(world_kv(m), RingKVOptions{b, 2});
+    RingKVManager kv(world_kv(), RingKVOptions{b, 2});
     kv.ingest_request("a");
     for (int64_t f = 0; f < 8; ++f) {
       RingKVStep st{{{"a", "frame", 4}}, {{"a", f}}};

@@ -104,8 +104,6 @@ std::vector<StreamPoint> bench_stream(const ResolvedDeployment& d, const std::ve
   full_spec.config.query_window = chunk;
   const int64_t bytes_per_entry = bspec.config.num_layers * bspec.config.rows_per_request * bspec.config.num_heads * 2 *
                                   bspec.config.head_dim * static_cast<int64_t>(dtype_size(bspec.config.dtype));
-  const auto& a = d.model.arch.common;
-  (void)a;
 
   struct Stream {
     BoundedKVManager kv;

@@ -109,14 +109,13 @@ void LayerRingCache::load_session(int64_t session, const RingLayerState& state, 
                                  "ring is {} {} with {}",
                                  layer, state.kv.dtype(), state.kv.shape(), state.written.size(), dtype_, want,
                                  capacity()));
-  const auto [lo, hi] = session_span(session);
+  const int64_t lo = session_span(session).first;
   const auto es = static_cast<int64_t>(dtype_size(dtype_));
   for (int64_t ph = 0; ph < 2 * H_; ++ph)
     std::memcpy(static_cast<unsigned char*>(kv_.data()) + (ph * total_slots() + lo) * D_ * es,
                 static_cast<const unsigned char*>(state.kv.data()) + ph * capacity() * D_ * es,
                 static_cast<size_t>(capacity() * D_ * es));
   std::copy(state.written.begin(), state.written.end(), written_.begin() + lo);
-  (void)hi;
 }
 
 bool LayerRingCache::is_pristine(int64_t session) const {
