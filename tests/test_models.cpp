@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <map>
 #include <random>
@@ -288,6 +289,28 @@ TEST_CASE("world: frames through the ring equal a naive store of the retained fr
   }
 }
 
+namespace {
+
+// One frame of rollout "a" through the ring: admit, plan, optional extra
+// work on the plan, generate, commit.
+std::vector<float> roll_frame(const WorldModel& model, RingKVManager& kv, int64_t f, float control,
+                              const std::function<void(const RingPlan&, const std::vector<int64_t>&)>& before = {}) {
+  RingKVStep st{{{"a", "frame", 4}}, {{"a", f}}};
+  StepContext ctx;
+  ctx.add_rows("a", 1);
+  REQUIRE(kv.admit(st, ctx).ok());
+  const RingPlan plan = kv.plan(st, ctx);
+  const std::vector<int64_t> frames{f};
+  if (before) before(plan, frames);
+  const std::vector<float> controls(3, control);
+  auto out = model.generate(1, frames, noise_for(static_cast<uint64_t>(f), 16), controls.data(),
+                            model.ring_attention(kv, plan, frames));
+  kv.commit(st, ctx);
+  return out;
+}
+
+}  // namespace
+
 TEST_CASE("world: denoising passes that do not commit never change what a later frame sees") {
   const ModelManifest m = world_manifest();
   const Weights w = Weights::from_manifest(m);
@@ -296,24 +319,15 @@ TEST_CASE("world: denoising passes that do not commit never change what a later 
   for (int junk = 0; junk < 2; ++junk) {
     RingKVManager kv(world_kv(), RingKVOptions{Backend::cpu, 1});
     kv.ingest_request("a");
-    for (int64_t f = 0; f < 10; ++f) {
-      RingKVStep st{{{"a", "frame", 4}}, {{"a", f}}};
-      StepContext ctx;
-      ctx.add_rows("a", 1);
-      REQUIRE(kv.admit(st, ctx).ok());
-      const RingPlan plan = kv.plan(st, ctx);
-      const std::vector<int64_t> frames{f};
-      if (junk && f % 3 == 1)  // extra passes with junk inputs, not committed
-        for (int64_t l = 0; l < 2; ++l) {
+    for (int64_t f = 0; f < 10; ++f)
+      runs[junk].push_back(roll_frame(model, kv, f, 0.25f, [&](const RingPlan& plan, const std::vector<int64_t>& frames) {
+        if (!junk || f % 3 != 1) return;
+        for (int64_t l = 0; l < 2; ++l) {  // extra passes with junk inputs, not committed
           auto k = noise_for(99 + static_cast<uint64_t>(f), 4 * 16), v = noise_for(7 + static_cast<uint64_t>(f), 4 * 16);
           (void)kv.upsert(l, plan, f32_view(k.data(), Shape{1, 1, 4, 16}), f32_view(v.data(), Shape{1, 1, 4, 16}), frames,
                           UpsertOptions{false, true});
         }
-      const std::vector<float> controls(3, 0.25f);
-      runs[junk].push_back(model.generate(1, frames, noise_for(static_cast<uint64_t>(f), 16), controls.data(),
-                                          model.ring_attention(kv, plan, frames)));
-      kv.commit(st, ctx);
-    }
+      }));
   }
   for (size_t f = 0; f < runs[0].size(); ++f) CHECK(runs[0][f] == runs[1][f]);
 }
@@ -327,18 +341,7 @@ TEST_CASE("world: cpu and reference backends agree within 1e-3") {
     const WorldModel model(m, w, b);
     RingKVManager kv(world_kv(), RingKVOptions{b, 2});
     kv.ingest_request("a");
-    for (int64_t f = 0; f < 8; ++f) {
-      RingKVStep st{{{"a", "frame", 4}}, {{"a", f}}};
-      StepContext ctx;
-      ctx.add_rows("a", 1);
-      REQUIRE(kv.admit(st, ctx).ok());
-      const RingPlan plan = kv.plan(st, ctx);
-      const std::vector<int64_t> frames{f};
-      const std::vector<float> controls(3, 0.1f);
-      out[i].push_back(model.generate(1, frames, noise_for(static_cast<uint64_t>(f), 16), controls.data(),
-                                      model.ring_attention(kv, plan, frames)));
-      kv.commit(st, ctx);
-    }
+    for (int64_t f = 0; f < 8; ++f) out[i].push_back(roll_frame(model, kv, f, 0.1f));
   }
   for (size_t f = 0; f < out[0].size(); ++f) CHECK(test::max_abs_diff(out[0][f], out[1][f]) <= 1e-3f);
 }
