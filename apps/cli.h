@@ -1,6 +1,9 @@
 #pragma once
-// What the command-line programs share: the exit codes (0 done, 1 a problem
-// in the input, 2 a usage error) and the --set overrides.
+// What the command-line programs share: the exit codes (0 done; 1 invalid
+// input or config, with a message naming it; 2 a usage error or an internal
+// one) and the --set overrides.
+#include <exception>
+#include <new>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,16 +16,22 @@
 
 namespace mstar::cli {
 
+constexpr int kOk = 0, kInvalid = 1, kUsage = 2, kInternal = 2;
+
 // Parses the command line; returns the exit code when the program should stop
 // (help: 0, a usage error: 2), nullopt to go on.
 inline std::optional<int> parse(CLI::App& app, int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
+    app.exit(e);
+    return kOk;
+  } catch (const CLI::CallForVersion& e) {
+    app.exit(e);
+    return kOk;
   } catch (const CLI::ParseError& e) {
     app.exit(e);
-    return 2;
+    return kUsage;
   }
   return std::nullopt;
 }
@@ -37,6 +46,27 @@ inline std::optional<std::vector<SetOverride>> sets(const std::vector<std::strin
     return std::nullopt;
   }
   return out;
+}
+
+// Runs a program's body, turning what escapes it into the exit codes: bad
+// input or config is 1, anything else is an internal error, 2.
+template <class Body>
+int guarded(const char* tool, Body&& body) {
+  try {
+    return body();
+  } catch (const ConfigError& e) {
+    fmt::print(stderr, "{}: {}\n", tool, e.what());
+    return kInvalid;
+  } catch (const InputError& e) {
+    fmt::print(stderr, "{}: {}\n", tool, e.what());
+    return kInvalid;
+  } catch (const std::bad_alloc&) {
+    fmt::print(stderr, "{}: out of memory\n", tool);
+    return kInternal;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "{}: internal error: {}\n", tool, e.what());
+    return kInternal;
+  }
 }
 
 }  // namespace mstar::cli

@@ -116,7 +116,8 @@ int main(int argc, char** argv) {
   kern->add_option("--dtype", dtype, "KV dtype")->check(CLI::IsMember({"f32", "f16", "bf16"}));
   kern->add_option("--threads", kthreads, "threads")->check(CLI::PositiveNumber);
   kern->add_option("--repeats", krepeats, "timed calls per row")->check(CLI::PositiveNumber);
-  kern->add_option("--backend", backends, "all, reference or cpu")->check(CLI::IsMember({"all", "reference", "cpu"}));
+  kern->add_option("--backend", backends, "all (every backend this machine runs), reference, cpu or cuda")
+      ->check(CLI::IsMember({"all", "reference", "cpu", "cuda"}));
   kern->add_option("--cache", cache, "hot, cold or both")->check(CLI::IsMember({"hot", "cold", "both"}));
   kern->add_option("--sweep", sweep, "YAML file of shapes (shapes: [{kind, head_dim, ...}])");
   kern->add_option("--bandwidth", bw, "GB/s to compare with (default: measure it now)");
@@ -140,7 +141,7 @@ int main(int argc, char** argv) {
 
   if (auto rc = mstar::cli::parse(app, argc, argv)) return *rc;
   const Format fmt_out = as_json ? Format::json : as_csv ? Format::csv : Format::markdown;
-  try {
+  return mstar::cli::guarded("mstar-bench", [&] {
     const Machine m = machine();
     if (fmt_out == Format::markdown) fmt::print("machine: {}\n\n", to_string(m));
     if (*memory) {
@@ -161,8 +162,13 @@ int main(int argc, char** argv) {
               {}};
       std::vector<Bar> bars;
       for (const KernelShape& s : shapes)
-        for (Backend b : {Backend::cpu, Backend::reference}) {
+        for (Backend b : {Backend::cuda, Backend::cpu, Backend::reference}) {
           if (backends != "all" && backends != to_string(b)) continue;
+          std::string why;
+          if (!backend_available(b, &why)) {
+            if (backends == "all") continue;
+            throw ConfigError(fmt::format("--backend {}: {}", backends, why));
+          }
           for (bool cold : {false, true}) {
             if ((cold && cache == "hot") || (!cold && cache == "cold")) continue;
             const KernelResult r = bench_kernel(s, b, cold, b == Backend::reference ? std::min(krepeats, 3) : krepeats, m.llc_bytes);
@@ -202,9 +208,6 @@ int main(int argc, char** argv) {
                                       line_chart("KV held", "stream length (tokens)", "MiB", {bm, fm}, true)));
       }
     }
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "mstar-bench: {}\n", e.what());
-    return 1;
-  }
-  return 0;
+    return mstar::cli::kOk;
+  });
 }

@@ -1,18 +1,16 @@
 // mstar-check CONFIG... [--set dotted.key=value]... [--json]
 // Validates deployments and their model manifests before anything is
-// allocated, and prints the memory plan. Exit 0 when every config is valid,
-// 1 when any file has errors (all of them are printed, with their places),
-// 2 for a usage error.
+// allocated, exactly as mstar-run loads them, and prints the memory plan.
+// Exit 0 when every config is valid, 1 when any file has errors (all of them
+// are printed, with their places), 2 for a usage error.
 #include <iostream>
 
 #include <CLI/CLI.hpp>
-
-#include "cli.h"
 #include <fmt/format.h>
 
-#include "config/deployment.h"
+#include "cli.h"
 #include "config/memory_plan.h"
-#include "core/errors.h"
+#include "engine/program.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"Validate mstar deployments and print their memory plan"};
@@ -23,23 +21,24 @@ int main(int argc, char** argv) {
   app.add_flag("--json", json, "print the plan as JSON");
   if (auto rc = mstar::cli::parse(app, argc, argv)) return *rc;
   const auto set_list = mstar::cli::sets(sets, "mstar-check");
-  if (!set_list) return 2;
-  const std::vector<mstar::SetOverride>& overrides = *set_list;
-  int rc = 0;
-  nlohmann::json plans = nlohmann::json::array();
-  for (const auto& path : configs) {
-    mstar::Diagnostics diags;
-    auto resolved = mstar::resolve_deployment(path, overrides, diags);
-    if (!resolved) {
-      std::cerr << diags.str();
-      fmt::print(stderr, "{}: {} error{}\n", path, diags.all().size(), diags.all().size() == 1 ? "" : "s");
-      rc = 1;
-      continue;
+  if (!set_list) return mstar::cli::kUsage;
+  return mstar::cli::guarded("mstar-check", [&] {
+    int rc = mstar::cli::kOk;
+    nlohmann::json plans = nlohmann::json::array();
+    for (const auto& path : configs) {
+      mstar::Diagnostics diags;
+      auto resolved = mstar::load_deployment(path, *set_list, diags);
+      if (!resolved) {
+        std::cerr << diags.str();
+        fmt::print(stderr, "{}: {} error{}\n", path, diags.all().size(), diags.all().size() == 1 ? "" : "s");
+        rc = mstar::cli::kInvalid;
+        continue;
+      }
+      const auto plan = mstar::memory_plan_json(*resolved);
+      if (json) plans.push_back(plan);
+      else std::cout << (&path == &configs.front() ? "" : "\n") << mstar::memory_plan_text(plan);
     }
-    const auto plan = mstar::memory_plan_json(*resolved);
-    if (json) plans.push_back(plan);
-    else std::cout << (plans.empty() && &path == &configs.front() ? "" : "\n") << mstar::memory_plan_text(plan);
-  }
-  if (json) std::cout << (configs.size() == 1 && !plans.empty() ? plans[0] : plans).dump(2) << "\n";
-  return rc;
+    if (json) std::cout << (configs.size() == 1 && !plans.empty() ? plans[0] : plans).dump(2) << "\n";
+    return rc;
+  });
 }

@@ -9,13 +9,29 @@
 #include <iostream>
 
 #include <CLI/CLI.hpp>
-
-#include "cli.h"
 #include <fmt/format.h>
 
-#include "config/deployment.h"
-#include "core/errors.h"
+#include "cli.h"
+#include "engine/engine.h"
+#include "engine/program.h"
 #include "engine/run.h"
+
+namespace {
+
+// A request id as a file name: letters, digits, '-' and '_' kept, every
+// other byte (and a leading '.') written %XX, so no id can leave the
+// directory or collide with another.
+std::string file_name_of(const std::string& id) {
+  std::string out;
+  for (size_t i = 0; i < id.size(); ++i) {
+    const auto c = static_cast<unsigned char>(id[i]);
+    if (std::isalnum(c) || c == '-' || c == '_' || (c == '.' && i > 0)) out += static_cast<char>(c);
+    else out += fmt::format("%{:02X}", c);
+  }
+  return out;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"Run streaming generation for a deployment"};
@@ -26,45 +42,54 @@ int main(int argc, char** argv) {
   app.add_option("--set", sets, "override a deployment key: dotted.key=value (repeatable)");
   app.add_option("--requests", requests, "JSON lines of requests (a file, or - for standard input)");
   app.add_option("--out", out_path, "write events here instead of standard output");
-  app.add_option("--frames-dir", frames_dir, "world: write each frame's latents as raw f32 files here");
+  app.add_option("--frames-dir", frames_dir, "frames: write each frame's latents as raw f32 files here");
   app.add_flag("--json", json, "print the final stats as one JSON object (the last event line)");
   if (auto rc = mstar::cli::parse(app, argc, argv)) return *rc;
   const auto set_list = mstar::cli::sets(sets, "mstar-run");
-  if (!set_list) return 2;
-  const std::vector<mstar::SetOverride>& overrides = *set_list;
-  mstar::Diagnostics diags;
-  auto resolved = mstar::resolve_deployment(config, overrides, diags);
-  if (!resolved) {
-    std::cerr << diags.str();
-    return 1;
-  }
-  try {
+  if (!set_list) return mstar::cli::kUsage;
+  return mstar::cli::guarded("mstar-run", [&] {
+    mstar::Diagnostics diags;
+    auto resolved = mstar::load_deployment(config, *set_list, diags);
+    if (!resolved) {
+      std::cerr << diags.str();
+      return mstar::cli::kInvalid;
+    }
     std::ofstream file;
     if (!out_path.empty()) {
       file.open(out_path);
       if (!file) throw mstar::InputError(fmt::format("--out {}: cannot be written", out_path));
     }
     std::ostream& out = out_path.empty() ? std::cout : file;
-    mstar::RunOptions options;
-    options.frames_dir = frames_dir;
-    if (!requests.empty()) {
-      if (requests == "-") {
-        options.requests = mstar::read_request_lines(std::cin, resolved->model);
-      } else {
-        std::ifstream in(requests);
-        if (!in) throw mstar::InputError(fmt::format("--requests {}: cannot be read", requests));
-        options.requests = mstar::read_request_lines(in, resolved->model);
-      }
+    std::vector<mstar::RequestLine> lines;
+    if (requests.empty()) {
+      lines = mstar::workload_lines(*resolved);
+    } else if (requests == "-") {
+      lines = mstar::read_request_lines(std::cin);
+    } else {
+      std::ifstream in(requests);
+      if (!in) throw mstar::InputError(fmt::format("--requests {}: cannot be read", requests));
+      lines = mstar::read_request_lines(in);
     }
+    if (!frames_dir.empty()) std::filesystem::create_directories(frames_dir);
+    mstar::RunOptions options;
     if (isatty(STDERR_FILENO))
-      options.on_step = [](const mstar::RunStats& s) {
+      options.on_step = [](const mstar::Engine& e) {
+        const mstar::RunStats& s = e.counters();
+        const double t = e.seconds();
         fmt::print(stderr, "\rstep {:>6}  {} {:>8}  {:>7.1f} {}/s  {} done  {} failed ", s.steps, s.unit, s.produced,
-                   s.seconds > 0 ? static_cast<double>(s.produced) / s.seconds : 0.0, s.unit, s.requests_done,
-                   s.requests_failed);
+                   t > 0 ? static_cast<double>(s.produced) / t : 0.0, s.unit, s.requests_done, s.requests_failed);
       };
-    const mstar::Weights weights = mstar::Weights::from_manifest(resolved->model);
-    const auto stats = mstar::run_deployment(*resolved, weights, options,
-                                             [&](const nlohmann::json& e) { out << e.dump() << "\n"; });
+    auto engine = mstar::Engine::create(*resolved);
+    const auto stats = mstar::run_lines(*engine, std::move(lines), options, [&](const mstar::Event& e) {
+      out << e.body.dump() << "\n";
+      if (!out) throw mstar::InputError(fmt::format("{}: writing an event failed", out_path.empty() ? "standard output" : out_path));
+      if (frames_dir.empty() || e.latents.empty()) return;
+      const auto path = std::filesystem::path(frames_dir) /
+                        fmt::format("{}-{:06}.f32", file_name_of(e.body["id"].get<std::string>()), e.body["frame"].get<int64_t>());
+      std::ofstream f(path, std::ios::binary);
+      f.write(reinterpret_cast<const char*>(e.latents.data()), static_cast<std::streamsize>(e.latents.size() * sizeof(float)));
+      if (!f) throw mstar::InputError(fmt::format("--frames-dir: writing {} failed", path.string()));
+    });
     if (isatty(STDERR_FILENO)) fmt::print(stderr, "\n");
     if (json) {
       auto j = stats.to_json();
@@ -74,9 +99,7 @@ int main(int argc, char** argv) {
       std::cerr << stats.table();
     }
     out.flush();
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "mstar-run: {}\n", e.what());
-    return 1;
-  }
-  return 0;
+    if (!out) throw mstar::InputError(fmt::format("{}: writing the events failed", out_path.empty() ? "standard output" : out_path));
+    return mstar::cli::kOk;
+  });
 }

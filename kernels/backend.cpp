@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/errors.h"
+#include "cuda/device.h"
 
 namespace mstar {
 
@@ -22,6 +23,30 @@ Backend parse_backend(std::string_view text, std::string_view what) {
   throw ConfigError(fmt::format("{}: unknown backend '{}' (expected reference, cpu or cuda)", what, text));
 }
 
-bool backend_available(Backend b) { return b != Backend::cuda; }
+bool backend_available(Backend b, std::string* why) {
+  if (b != Backend::cuda) return true;
+#ifdef MSTAR_WITH_CUDA
+  return kernels::cuda_device_available(why);
+#else
+  if (why) *why = "this binary was built without the CUDA backend (no nvcc was found at build time)";
+  return false;
+#endif
+}
+
+Allocator& allocator_for(Backend b) {
+#ifdef MSTAR_WITH_CUDA
+  if (b == Backend::cuda) return kernels::cuda_allocator();
+#endif
+  MSTAR_ASSERT(b != Backend::cuda, "allocator_for: the cuda backend is not built into this binary");
+  return host_allocator();
+}
+
+void synchronize(Backend b) {
+#ifdef MSTAR_WITH_CUDA
+  if (b == Backend::cuda) kernels::cuda_synchronize();
+#else
+  (void)b;
+#endif
+}
 
 }  // namespace mstar

@@ -14,6 +14,7 @@
 #include <map>
 
 #include "resources/bounded_kv/manager.h"
+#include "rope.h"
 #include "support.h"
 
 using namespace mstar;
@@ -57,7 +58,7 @@ struct Harness {
   std::map<std::string, History> hist;
 
   Harness(const Scenario& s, Backend b)
-      : sc(s), kv(BoundedKVSpec{"kv", {}, s.config}, BoundedKVOptions{b, 2}), rng(s.seed) {
+      : sc(s), kv(BoundedKVSpec{"kv", {}, s.config}, ResourceOptions{b, 2}), rng(s.seed) {
     const auto& c = sc.config;
     for (size_t i = 0; i < sc.source_lens.size(); ++i) {
       const int id = static_cast<int>(i) + 1;
@@ -65,8 +66,21 @@ struct Harness {
       const size_t n = static_cast<size_t>(c.num_layers * c.rows_per_request * c.num_heads * len * c.head_dim);
       src_k[id] = rng.normals(n);
       src_v[id] = rng.normals(n);
-      const Shape sh{c.num_layers, c.rows_per_request, c.num_heads, len, c.head_dim};
-      kv.register_source(id, f32_view(src_k[id].data(), sh), f32_view(src_v[id].data(), sh));
+      kv.register_source(id, len);
+      // Each layer's and row's [H, len, D] as the [len, H, D] the resource takes.
+      const int64_t H = c.num_heads, D = c.head_dim;
+      std::vector<float> kl(static_cast<size_t>(len * H * D)), vl(kl.size());
+      for (int64_t l = 0; l < c.num_layers; ++l)
+        for (int64_t r = 0; r < c.rows_per_request; ++r) {
+          for (int64_t hh = 0; hh < H; ++hh)
+            for (int64_t t = 0; t < len; ++t)
+              for (int64_t d = 0; d < D; ++d) {
+                const auto at = static_cast<size_t>((((l * c.rows_per_request + r) * H + hh) * len + t) * D + d);
+                kl[static_cast<size_t>((t * H + hh) * D + d)] = src_k[id][at];
+                vl[static_cast<size_t>((t * H + hh) * D + d)] = src_v[id][at];
+              }
+          kv.write_source(id, l, r, f32_view(kl.data(), Shape{len, H, D}), f32_view(vl.data(), Shape{len, H, D}));
+        }
     }
   }
 
@@ -107,10 +121,11 @@ struct Harness {
   // Runs one step; returns every row's output per layer: [layer][row] -> floats.
   std::vector<std::vector<std::vector<float>>> step(const StepInput& in, std::vector<std::vector<float>>* k_in,
                                                     std::vector<std::vector<float>>* v_in,
-                                                    std::vector<std::vector<float>>* q_in, float tol) {
+                                                    std::vector<std::vector<float>>* q_in, float tol,
+                                                    bool commit = true) {
     const auto& c = sc.config;
     const int64_t R = c.rows_per_request, H = c.num_heads, D = c.head_dim, Hq = sc.query_heads;
-    BoundedKVStep step;
+    Step step;
     StepContext ctx;
     std::vector<int64_t> row_q, row_span;
     std::vector<std::string> row_rid;
@@ -119,7 +134,7 @@ struct Harness {
       const std::string& rid = in.rids[i];
       const History& h = hist.at(rid);
       step.segments.push_back({rid, "step", in.spans[i]});
-      step.positions[rid] = {h.source_len, h.written, h.source};
+      step.streams[rid] = {h.source_len, h.written, h.source};
       for (int p = 0; p < in.padding_before[i]; ++p) {
         ctx.add_padding(1);
         row_q.push_back(1), row_span.push_back(0), row_rid.emplace_back(), row_sub.push_back(0);
@@ -135,7 +150,8 @@ struct Harness {
     }
     const AdmitOutcome adm = kv.admit(step, ctx);
     REQUIRE_MESSAGE(adm.ok(), adm.reason);
-    const BoundedKVPlan plan = kv.plan(step, ctx);
+    kv.plan(step, ctx);
+    const BoundedKVPlan& plan = kv.staged();
     const size_t rows = row_q.size();
     std::vector<int32_t> q_indptr(rows + 1, 0);
     for (size_t r = 0; r < rows; ++r) q_indptr[r + 1] = q_indptr[r] + static_cast<int32_t>(row_q[r]);
@@ -158,7 +174,7 @@ struct Harness {
       a.mask = sc.causal ? kernels::StepMask::causal : kernels::StepMask::full;
       const std::vector<float> inv = rope_inv_freq(static_cast<int32_t>(D), 10000.0);
       if (sc.rope_on_read) a.rope_inv_freq = inv;
-      kv.attend(l, plan, a);
+      kv.attend(l, a);
 
       // The oracle, row by row.
       const double scale = 1.0 / std::sqrt(static_cast<double>(D));
@@ -208,7 +224,7 @@ struct Harness {
           }
       }
       // Grow the oracle's histories with the step's entries, in stream order.
-      for (size_t r = 0; r < rows; ++r) {
+      for (size_t r = 0; r < rows && commit; ++r) {
         if (row_rid[r].empty()) continue;
         History& h = hist.at(row_rid[r]);
         for (int64_t kh = 0; kh < H; ++kh)
@@ -229,6 +245,7 @@ struct Harness {
         last_q[static_cast<size_t>(l)] = q, last_k[static_cast<size_t>(l)] = k, last_v[static_cast<size_t>(l)] = v;
       }
     }
+    if (!commit) return outs;  // a pass that is not committed leaves every stream where it was
     kv.commit(step, ctx);
     for (size_t i = 0; i < in.rids.size(); ++i) hist.at(in.rids[i]).written += in.spans[i];
     return outs;
@@ -247,7 +264,9 @@ void run_random(const Scenario& sc, Backend backend) {
   std::vector<std::string> rids;
   for (int i = 0; i < sc.requests; ++i) {
     rids.push_back(fmt::format("r{}", i));
-    h.start(rids.back(), static_cast<int>(pick.uniform(0, static_cast<int64_t>(sc.source_lens.size()))));
+    // Source 0 is none: only where the config allows a stream without a source.
+    const int64_t first = sc.config.min_source_len > 0 ? 1 : 0;
+    h.start(rids.back(), static_cast<int>(pick.uniform(first, static_cast<int64_t>(sc.source_lens.size()))));
   }
   for (int s = 0; s < sc.steps; ++s) {
     Harness::StepInput in;
@@ -406,5 +425,55 @@ TEST_CASE("batched equals one by one, bit for bit, on both backends") {
         ++row;
       }
     }
+  }
+}
+
+TEST_CASE("a step that is not committed leaves every retained entry intact: N passes then a commit equal one") {
+  // kv-semantics.md: a denoising pass over a chunk (or a retried forward)
+  // must not overwrite window entries the next step still reads. Two
+  // managers see the same streams; one runs each step three times
+  // uncommitted before committing it. Every pass reads the same window, so
+  // every output (and every later step) is bit-identical.
+  for (Backend b : {Backend::reference, Backend::cpu}) {
+    CAPTURE(to_string(b));
+    Scenario sc;
+    sc.config = base(8, 2, SinkWindow{2, 5, false}, DType::bf16);
+    sc.query_heads = 2;
+    sc.source_lens = {4};
+    Harness once(sc, b), passes(sc, b);
+    for (auto* h : {&once, &passes}) h->start("a", 1), h->start("b", 0);
+    test::Rng pick(5);
+    for (int s = 0; s < 10; ++s) {
+      // Spans up to twice the window, so a step's writes would reach entries it reads.
+      Harness::StepInput in{{"a", "b"}, {pick.uniform(1, 10), pick.uniform(1, 10)}, {2, 1}, {0, 1}, 0};
+      const auto want = once.step(in, nullptr, nullptr, nullptr, tolerance(b));
+      for (int p = 0; p < 3; ++p) {
+        const auto got = passes.step(in, &once.last_k, &once.last_v, &once.last_q, tolerance(b), false);
+        CHECK(got == want);
+      }
+      CHECK(passes.step(in, &once.last_k, &once.last_v, &once.last_q, tolerance(b)) == want);
+    }
+  }
+}
+
+TEST_CASE("a retention whose slot holds nothing attends to the source part and the step's own entries") {
+  // Window 0 with the sink inside the source: slot_tokens is 0, no slot has
+  // an address, and every step still runs (kv-semantics.md).
+  for (Backend b : {Backend::reference, Backend::cpu}) {
+    CAPTURE(to_string(b));
+    Scenario sc;
+    sc.config = base(8, 2, SinkWindow{3, 0, false}, DType::f32);
+    sc.config.min_source_len = 3;
+    sc.query_heads = 4;
+    sc.source_lens = {3, 9};
+    sc.max_span = 6;
+    REQUIRE(sc.config.slot_tokens() == 0);
+    sc.seed = 31;
+    run_random(sc, b);
+    sc.config.retention = RetentionRule{SourceAffine{1, 0}, SourceAffine{0, 0}, false};  // the whole source, window 0
+    sc.config.min_source_len = 0;
+    REQUIRE(sc.config.slot_tokens() == 0);
+    sc.seed = 32;
+    run_random(sc, b);
   }
 }

@@ -1,6 +1,8 @@
 // Lifecycle rules on the bookkeeping alone: no buffer is allocated here.
 #include <doctest/doctest.h>
 
+#include <set>
+
 #include "core/errors.h"
 #include "resources/bounded_kv/book.h"
 #include "support.h"
@@ -23,12 +25,12 @@ BoundedKVConfig cfg(int64_t slots, int64_t rows = 1) {
 }
 
 struct StepBuilder {
-  BoundedKVStep step;
+  Step step;
   StepContext ctx;
   int64_t rows = 1;
   StepBuilder& add(const std::string& rid, int64_t span, int64_t written, int64_t source_len = 0, int source = 0) {
     step.segments.push_back({rid, "decode", span});
-    step.positions[rid] = {source_len, written, source};
+    step.streams[rid] = {source_len, written, source};
     ctx.add_rows(rid, static_cast<int>(rows));
     return *this;
   }
@@ -98,7 +100,7 @@ TEST_CASE("each malformed step is refused for good, naming the request, and touc
                  "request 'bad' (segment 'decode'): two segments in one step");
   {
     auto s = StepBuilder{}.add("ok", 1, 3).add("bad", 1, 0);
-    s.step.positions.erase("bad");
+    s.step.streams.erase("bad");
     expect_refused(s, "request 'bad' (segment 'decode'): declares no stream position");
   }
   {

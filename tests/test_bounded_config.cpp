@@ -1,8 +1,7 @@
 #include <doctest/doctest.h>
-#include <yaml-cpp/yaml.h>
 
 #include "config/bounded_kv_json.h"
-#include "config/format_value.h"
+#include "core/format_value.h"
 #include "core/errors.h"
 #include "resources/bounded_kv/config.h"
 
@@ -37,11 +36,18 @@ TEST_CASE("constant retention: sink inside the source costs the slot nothing") {
   c.min_source_len = 0;
   CHECK(c.sink_capacity() == 4);  // a request with no source writes its whole sink
   CHECK(c.window_capacity() == 16);
-  CHECK(c.slot_tokens() == 20);
+  CHECK(c.retained_tokens() == 20);
+  CHECK(c.scratch_tokens() == 20);  // no query_window: a step may keep as much as the slot retains
+  CHECK(c.slot_tokens() == 40);
   CHECK(c.max_retained() == 20);
+  c.query_window = 3;
+  CHECK(c.scratch_tokens() == 3);  // one step writes at most 3
+  CHECK(c.slot_tokens() == 23);
+  c.query_window.reset();
   c.min_source_len = 5;  // every source is longer than the sink
   CHECK(c.sink_capacity() == 0);
-  CHECK(c.slot_tokens() == 16);
+  CHECK(c.retained_tokens() == 16);
+  CHECK(c.slot_tokens() == 32);
   CHECK(c.retention_for(7) == SinkWindow{4, 16, false});
 }
 
@@ -94,23 +100,7 @@ TEST_CASE("a rule that needs more than a slot can hold is refused") {
   c.retention = RetentionRule{SourceAffine{0, 4}, SourceAffine{4096, 0}, false};
   CHECK(error_of(c) ==
         "tts.kv: retention {sink: 4, window: 4096*source} needs 4096000004 entries per slot (sink 4 + window "
-        "4096000000) at source lengths up to 1000000, more than a slot can address (2147483647)");
-}
-
-TEST_CASE("deployment overrides: max_slots only, anything else refused by name") {
-  BoundedKVSpec spec{"voice_kv", {"attn.0", "attn.1"}, small()};
-  spec.apply_yaml_overrides(YAML::Load("max_slots: 8"));
-  CHECK(spec.config.max_slots == 8);
-  CHECK_THROWS_WITH_AS(spec.apply_yaml_overrides(YAML::Load("max_slot: 8")),
-                       "resource 'voice_kv': 'max_slot' cannot be overridden by a deployment; a bounded_kv resource "
-                       "accepts only max_slots (the rest of its geometry is a fact of the model)",
-                       ConfigError);
-  CHECK_THROWS_WITH_AS(spec.apply_yaml_overrides(YAML::Load("max_slots: 0")),
-                       "resource 'voice_kv': max_slots must be in [1, 2147483647], got 0",
-                       ConfigError);
-  CHECK_THROWS_WITH_AS(spec.apply_yaml_overrides(YAML::Load("max_slots: many")),
-                       "resource 'voice_kv': max_slots must be an integer, got 'many'", ConfigError);
-  CHECK(spec.config.max_slots == 8);  // a refused override changes nothing
+        "4096000000) at source lengths up to 1000000, more than a slot can address (1073741823)");
 }
 
 TEST_CASE("JSON: fields declared once serve parsing and printing") {

@@ -134,7 +134,7 @@ TEST_CASE("valid manifests resolve, and overrides land") {
   CHECK(spec.config.max_slots == 4);       // from the deployment
   CHECK(spec.config.num_heads == 1);       // from the architecture
   CHECK(spec.config.num_layers == 2);      // one per node
-  CHECK(spec.nodes == std::set<std::string>{"attn.0", "attn.1"});
+  CHECK(spec.layers == std::vector<int64_t>{0, 1});  // the nodes it serves
 
   r = check(kWorldManifest, world_config());
   REQUIRE_MESSAGE(r.resolved, r.errors);
@@ -150,8 +150,8 @@ TEST_CASE("valid manifests resolve, and overrides land") {
 
 TEST_CASE("unknown keys, with a suggestion when one is close") {
   CHECK(check(replace(kTtsManifest, "mlp_width: 256", "mlp_widht: 256")).errors ==
-        "m.yaml:9:3: error: architecture: unknown key 'mlp_widht'; did you mean 'mlp_width'?\n"
         "m.yaml:4:3: error: architecture: missing required key 'mlp_width' (SwiGLU hidden width)\n"
+        "m.yaml:9:3: error: architecture: unknown key 'mlp_widht'; did you mean 'mlp_width'?\n"
         "c.yaml:1:8: error: model: 'm.yaml' is not a valid model manifest (see above)\n");
   CHECK(check(kTtsManifest, replace(kConfig, "threads: 1", "thread: 1\nflavour: spicy")).errors ==
         "c.yaml:3:1: error: config: unknown key 'thread'; did you mean 'threads'?\n"
@@ -220,7 +220,7 @@ TEST_CASE("retention that shrinks or outgrows the slot") {
             .errors ==
         "m.yaml:21:18: error: resources[0].config: retention {sink: 4, window: 4096*source} needs 4096000004 entries "
         "per slot (sink 4 + window 4096000000) at source lengths up to 1000000, more than a slot can address "
-        "(2147483647)\n"
+        "(1073741823)\n"
         "c.yaml:1:8: error: model: 'm.yaml' is not a valid model manifest (see above)\n");
 }
 
@@ -237,6 +237,10 @@ TEST_CASE("deployment overrides: undeclared resource keys and geometry are refus
   CHECK(check(kTtsManifest, replace(kConfig, "{max_slots: 4}", "{max_slots: 4, retention: 8}")).errors ==
         "c.yaml:5:39: error: resources.voice_kv.retention: a deployment may not change 'retention': a bounded_kv "
         "resource accepts only max_slots (its geometry is a fact of the model's checkpoint)\n");
+  CHECK(check(kTtsManifest, replace(kConfig, "{max_slots: 4}", "{max_slots: 0}")).errors ==
+        "c.yaml:5:25: error: resources.voice_kv.max_slots must be in [1, 2147483646], got 0\n");
+  CHECK(check(kTtsManifest, replace(kConfig, "{max_slots: 4}", "{max_slots: many}")).errors ==
+        "c.yaml:5:25: error: resources.voice_kv.max_slots: expected an integer, got 'many'\n");
   CHECK(check(kWorldManifest, world_config("world_kv: {num_sessions: 2, ring_frames: 64}")).errors ==
         "c.yaml:4:44: error: resources.world_kv.ring_frames: a deployment may not change 'ring_frames': a ring_kv "
         "resource accepts only num_sessions (its geometry is a fact of the model's checkpoint)\n");
@@ -269,7 +273,7 @@ TEST_CASE("weights files: missing, wrong names, dtypes and shapes") {
 
   // The right tensors, then one renamed, one of the wrong dtype, one of the wrong shape.
   ResolvedDeployment base = *check(kTtsManifest).resolved;
-  auto tensors = expected_tensors(ModelKind::tts, base.model.arch);
+  auto tensors = base.model.arch->tensors();
   std::vector<std::vector<unsigned char>> bufs;
   std::vector<TensorData> data;
   for (const auto& t : tensors) {
@@ -361,6 +365,8 @@ TEST_CASE("the memory plan is computed without allocating and matches the resour
   const std::size_t want = 2u * 1 * 6 * 4 * 16 * 2 * (5 + 5 + 17);
   CHECK(plan["resources"][0]["total_bytes"].get<std::size_t>() == want);
   CHECK(ring.num_sessions == 5);
-  CHECK(plan["totals"]["weights_bytes"].get<std::size_t>() == weights_bytes(ModelKind::world, r.resolved->model.arch, DType::f32));
+  std::size_t weights = 0;
+  for (const TensorSpec& t : r.resolved->model.arch->tensors()) weights += static_cast<std::size_t>(t.numel()) * 4;
+  CHECK(plan["totals"]["weights_bytes"].get<std::size_t>() == weights);
   CHECK(plan["totals"]["total_bytes"].get<std::size_t>() == want + plan["totals"]["weights_bytes"].get<std::size_t>());
 }

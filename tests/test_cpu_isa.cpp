@@ -92,7 +92,7 @@ TEST_CASE("cpu bodies agree with the reference on odd sizes and the fast head di
               bounded_attention_cpu_isa(p, isa);
             });
             CHECK(test::max_abs_diff(got.first, want.first) <= 1e-4f);
-            CHECK(got.second == want.second);  // stores are exact: the same rounding everywhere
+            CHECK(got.second == want.second);  // attention only reads: both leave the slot as it was
           }
         }
       }
@@ -109,10 +109,18 @@ TEST_CASE("cpu ring bodies agree with the reference on odd sizes and the fast he
       HostBuffer kv(dt, Shape{2, H, slots, D});
       for (int64_t i = 0; i < kv.shape().numel(); ++i) store_from_f32(kv.data(), dt, static_cast<size_t>(i), rng.normal());
       std::vector<int64_t> lo{0, 30, 54}, hi{30, 54, 97};  // each row's session span
-      std::vector<uint8_t> visible(static_cast<size_t>(rows * slots), 0);
-      for (int r = 0; r < rows; ++r)
-        for (int64_t i = lo[static_cast<size_t>(r)]; i < hi[static_cast<size_t>(r)]; ++i)
-          visible[static_cast<size_t>(r * slots + i)] = rng.coin(0.7);
+      // Random visible runs inside each row's span.
+      std::vector<int32_t> indptr{0};
+      std::vector<RingRange> ranges;
+      for (int r = 0; r < rows; ++r) {
+        int64_t run = -1;
+        for (int64_t i = lo[static_cast<size_t>(r)]; i <= hi[static_cast<size_t>(r)]; ++i) {
+          const bool vis = i < hi[static_cast<size_t>(r)] && rng.coin(0.7);
+          if (vis && run < 0) run = i;
+          if (!vis && run >= 0) ranges.push_back({run, i - run}), run = -1;
+        }
+        indptr.push_back(static_cast<int32_t>(ranges.size()));
+      }
       std::vector<float> q = rng.normals(static_cast<size_t>(rows * T * Hq * D));
       RingAttentionParams p;
       p.rows = rows;
@@ -122,14 +130,10 @@ TEST_CASE("cpu ring bodies agree with the reference on odd sizes and the fast he
       p.q_tokens = T;
       p.kv_dtype = dt;
       p.scale = 0.3f;
-      p.keys = kv.data();
-      p.values = static_cast<const unsigned char*>(kv.data()) + H * slots * D * static_cast<int64_t>(dtype_size(dt));
-      p.head_stride = slots * D;
+      p.kv = kv.data();
       p.total_slots = slots;
-      p.visible = visible.data();
-      p.visible_row_stride = slots;
-      p.span_lo = lo.data();
-      p.span_hi = hi.data();
+      p.range_indptr = indptr.data();
+      p.ranges = ranges.data();
       p.q = q.data();
       p.q_token_stride = Hq * D;
       p.q_head_stride = D;
@@ -145,11 +149,11 @@ TEST_CASE("cpu ring bodies agree with the reference on odd sizes and the fast he
         ring_attention_cpu_isa(p, isa);
         CHECK(test::max_abs_diff(got, want) <= 1e-4f);
       }
-      // A visible slot outside a row's span is refused before any backend runs.
-      visible[static_cast<size_t>(0 * slots + 40)] = 1;
-      p.out = got.data();
-      CHECK_THROWS_WITH_AS(ring_attention(Backend::cpu, p),
-                           "ring_attention: row 0: slot 40 is visible but outside its session span [0, 30)",
-                           InputError);
+      // A visible run outside a row's span is refused on the host, before any backend runs.
+      std::vector<RingRange> bad = ranges;
+      bad.front() = {40, 2};
+      const std::vector<int64_t> scratch{0, 30, 54}, ring{-1, -1, -1};
+      CHECK_THROWS_WITH_AS(check_ring_tables(indptr, bad, scratch, ring, lo, hi, 1, slots),
+                           "ring tables: row 0: visible slots [40, 42) outside its session span [0, 30)", InputError);
     }
 }

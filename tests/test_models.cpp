@@ -1,22 +1,27 @@
-// The models end to end through the resources, against plain paths that
-// need no cache: full-history attention for tts, a naive per-frame store for
-// world.
+// The models end to end through their resources, against plain paths that
+// need no cache: full-history dense attention for tts (recomputed from the
+// whole stream every step), a naive per-frame store for world. The oracles
+// run the same trunk (models/trunk.h) with their own attention, embedding,
+// positions and heads, written here from docs/models.md.
 #include <doctest/doctest.h>
 
+#include <cstring>
 #include <filesystem>
-#include <functional>
 #include <fstream>
 #include <map>
 #include <random>
 
 #include "core/errors.h"
+#include "models/family.h"
 #include "models/safetensors.h"
 #include "models/sampling.h"
-#include "models/transformer.h"
+#include "models/trunk.h"
 #include "models/tts_model.h"
 #include "models/weights.h"
 #include "models/world_model.h"
-#include "resources/ring_kv/manager.h"
+#include "ops.h"
+#include "resources/resource_set.h"
+#include "rope.h"
 #include "support.h"
 
 using namespace mstar;
@@ -24,21 +29,36 @@ namespace fs = std::filesystem;
 
 namespace {
 
-ModelManifest tts_manifest(const std::string& positions = "stream") {
-  ModelManifest m;
-  m.name = "test-tts";
-  m.kind = ModelKind::tts;
-  m.arch.common = CommonArchitecture{2, 32, 2, 1, 16, 48, 10000, positions};
-  m.arch.tts = TtsArchitecture{50, 49};
-  m.weights.dummy_seed = 5;
-  return m;
+TrunkNames names(int64_t l) {
+  const std::string p = fmt::format("layers.{}.", l);
+  return {p + "attn_norm.weight", p + "attn.q.weight", p + "attn.k.weight", p + "attn.v.weight", p + "attn.o.weight",
+          p + "mlp_norm.weight",  p + "mlp.gate.weight", p + "mlp.up.weight", p + "mlp.down.weight", "", "", ""};
 }
 
-BoundedKVSpec tts_kv(const ModelManifest& m, SinkWindow pol, int64_t slots = 4) {
+// Dense softmax attention with grouped-query heads, in double: query i sees
+// keys [0, visible(i)); q [nq, heads, hd], k/v [nk, kv_heads, hd].
+void dense_attention(const float* q, int64_t nq, const float* k, const float* v, int64_t nk, int64_t heads,
+                     int64_t kv_heads, int64_t hd, const std::function<int64_t(int64_t)>& visible, float* o) {
+  const int64_t group = heads / kv_heads;
+  for (int64_t i = 0; i < nq; ++i)
+    for (int64_t h = 0; h < heads; ++h) {
+      const int64_t kh = h / group, vis = std::min(visible(i), nk);
+      std::vector<const float*> keys, vals;
+      for (int64_t j = 0; j < vis; ++j) keys.push_back(k + (j * kv_heads + kh) * hd), vals.push_back(v + (j * kv_heads + kh) * hd);
+      const auto out = test::naive_attention(q + (i * heads + h) * hd, keys, vals, hd, 1.0 / std::sqrt(static_cast<double>(hd)));
+      std::copy(out.begin(), out.end(), o + (i * heads + h) * hd);
+    }
+}
+
+TtsArchitecture tts_arch(const std::string& positions = "stream") {
+  return TtsArchitecture(CommonArchitecture{2, 32, 2, 1, 16, 48, 10000, positions}, TtsFields{50, 49});
+}
+
+BoundedKVSpec tts_kv(const TtsArchitecture& a, SinkWindow pol, int64_t slots = 4) {
   BoundedKVConfig c;
-  c.num_layers = m.arch.common.layers;
-  c.num_heads = m.arch.common.kv_heads;
-  c.head_dim = m.arch.common.head_dim;
+  c.num_layers = a.common.layers;
+  c.num_heads = a.common.kv_heads;
+  c.head_dim = a.common.head_dim;
   c.rows_per_request = 1;
   c.max_source_len = 16;
   c.retention = pol;
@@ -47,25 +67,54 @@ BoundedKVSpec tts_kv(const ModelManifest& m, SinkWindow pol, int64_t slots = 4) 
   return BoundedKVSpec{"kv", {}, c};
 }
 
-// Greedy decoding through the bounded cache: prompt prefill, then one token a step.
-std::vector<int32_t> greedy_through_cache(const TtsModel& model, BoundedKVManager& kv, const std::vector<int32_t>& voice,
+// The full-history oracle: logits after voice ++ tokens with dense causal
+// attention over everything, every key at its stream position, no cache.
+std::vector<float> full_history_logits(const TtsArchitecture& a, const Weights& w, const std::vector<int32_t>& voice,
+                                       const std::vector<int32_t>& tokens) {
+  const auto& c = a.common;
+  ModelParams params(w, Backend::reference);
+  Trunk trunk(a.trunk(), params, names, "final_norm.weight", DType::f32, ModelOptions{Backend::reference, 1});
+  std::vector<int32_t> all = voice;
+  all.insert(all.end(), tokens.begin(), tokens.end());
+  const auto n = static_cast<int64_t>(all.size());
+  const int64_t hd = c.head_dim, W = c.width;
+  const std::vector<float> inv = rope_inv_freq(static_cast<int32_t>(hd), static_cast<double>(c.rope_theta));
+  std::vector<float> x(static_cast<size_t>(n * W));
+  const float* embed = params.f32("embed.weight");
+  for (int64_t t = 0; t < n; ++t) std::copy_n(embed + all[static_cast<size_t>(t)] * W, W, x.begin() + t * W);
+  trunk.run(x.data(), n, [&](int64_t, float* q, float* k, float* v, float* o) {
+    for (int64_t t = 0; t < n; ++t) {
+      for (int64_t h = 0; h < c.heads; ++h) rotate_half(q + (t * c.heads + h) * hd, static_cast<int32_t>(hd), static_cast<double>(t), inv.data());
+      for (int64_t h = 0; h < c.kv_heads; ++h) rotate_half(k + (t * c.kv_heads + h) * hd, static_cast<int32_t>(hd), static_cast<double>(t), inv.data());
+    }
+    dense_attention(q, n, k, v, n, c.heads, c.kv_heads, hd, [](int64_t i) { return i + 1; }, o);
+  });
+  std::vector<float> last(x.end() - W, x.end()), normed(static_cast<size_t>(W)), logits(static_cast<size_t>(a.tts.vocab_size));
+  trunk.final_norm(last.data(), 1, normed.data());
+  trunk.project(normed.data(), 1, W, params.f32("head.weight"), DType::f32, a.tts.vocab_size, logits.data());
+  return logits;
+}
+
+// Greedy decoding through the bounded cache: the voice prefilled as source
+// 1, the prompt in one step, then one token a step.
+std::vector<int32_t> greedy_through_cache(TtsModel& model, ResourceSet& kv, const std::vector<int32_t>& voice,
                                           const std::vector<int32_t>& prompt, int steps,
                                           std::vector<std::vector<float>>* all_logits = nullptr) {
-  const auto& a = model.arch().common;
-  const TtsModel::SourceKV src = model.prefill_source(voice, 1);
-  const Shape sh{a.layers, 1, a.kv_heads, src.len, a.head_dim};
-  kv.register_source(1, f32_view(src.k.data(), sh), f32_view(src.v.data(), sh));
+  for (BoundedKVManager* b : kv.all<BoundedKVManager>()) b->register_source(1, static_cast<int64_t>(voice.size()));
+  model.prefill_source(kv, 1, voice, 1);
   kv.ingest_request("r");
   std::vector<int32_t> out, feed = prompt;
   int64_t written = 0;
   std::vector<float> logits;
   for (int s = 0; s < steps; ++s) {
-    BoundedKVStep st{{{"r", "step", static_cast<int64_t>(feed.size())}}, {{"r", {src.len, written, 1}}}};
+    Step st;
+    st.segments = {{"r", "step", static_cast<int64_t>(feed.size())}};
+    st.streams = {{"r", {static_cast<int64_t>(voice.size()), written, 1}}};
     StepContext ctx;
     ctx.add_rows("r", 1);
     REQUIRE(kv.admit(st, ctx).ok());
-    const BoundedKVPlan plan = kv.plan(st, ctx);
-    model.step(kv, st, ctx, plan, {feed}, logits);
+    kv.plan(st, ctx);
+    model.step(kv, st, ctx, {feed}, logits);
     kv.commit(st, ctx);
     if (all_logits) all_logits->push_back(logits);
     written += static_cast<int64_t>(feed.size());
@@ -78,20 +127,33 @@ std::vector<int32_t> greedy_through_cache(const TtsModel& model, BoundedKVManage
 
 }  // namespace
 
+TEST_CASE("families: the registry knows tts and world, and nothing else by accident") {
+  CHECK(find_family("tts") != nullptr);
+  CHECK(find_family("tts")->task == "speech");
+  CHECK(find_family("tts")->resource_type == "bounded_kv");
+  CHECK(find_family("world")->task == "frames");
+  CHECK(find_family("world")->resource_type == "ring_kv");
+  CHECK(find_family("mistral") == nullptr);
+  CHECK(find_family("") == nullptr);
+  const auto names = family_names();
+  CHECK(std::find(names.begin(), names.end(), "tts") != names.end());
+  CHECK(std::find(names.begin(), names.end(), "world") != names.end());
+}
+
 TEST_CASE("tts: with a window as long as the stream, greedy tokens equal the full-history path") {
   for (const char* positions : {"stream", "cache"})
     for (Backend b : {Backend::reference, Backend::cpu}) {
       CAPTURE(positions);
       CAPTURE(to_string(b));
-      const ModelManifest m = tts_manifest(positions);
-      const Weights w = Weights::from_manifest(m);
-      const TtsModel model(m, w, b);
-      BoundedKVManager kv(tts_kv(m, SinkWindow{4, 64}), BoundedKVOptions{b, 2});
+      const TtsArchitecture a = tts_arch(positions);
+      const Weights w = Weights::dummy(a.tensors(), 5);
+      TtsModel model(a, w, ModelOptions{b, 2});
+      ResourceSet kv({tts_kv(a, SinkWindow{4, 64})}, ResourceOptions{b, 2});
       const std::vector<int32_t> voice{3, 14, 15, 9, 26, 5}, prompt{7, 1, 8, 2, 8};
       const auto cached = greedy_through_cache(model, kv, voice, prompt, 24);
       std::vector<int32_t> history = prompt, plain;
       for (int s = 0; s < 24; ++s) {
-        const auto logits = model.full_history_logits(voice, history);
+        const auto logits = full_history_logits(a, w, voice, history);
         const auto t = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
         plain.push_back(t);
         history.push_back(t);
@@ -102,10 +164,10 @@ TEST_CASE("tts: with a window as long as the stream, greedy tokens equal the ful
 
 TEST_CASE("tts: a small window streams 20 times its length with memory_bytes unchanged") {
   for (const char* positions : {"stream", "cache"}) {
-    const ModelManifest m = tts_manifest(positions);
-    const Weights w = Weights::from_manifest(m);
-    const TtsModel model(m, w, Backend::cpu);
-    BoundedKVManager kv(tts_kv(m, SinkWindow{2, 8}), BoundedKVOptions{Backend::cpu, 1});
+    const TtsArchitecture a = tts_arch(positions);
+    const Weights w = Weights::dummy(a.tensors(), 5);
+    TtsModel model(a, w, ModelOptions{Backend::cpu, 1});
+    ResourceSet kv({tts_kv(a, SinkWindow{2, 8})}, ResourceOptions{Backend::cpu, 1});
     const std::size_t before = kv.memory_bytes() + 2 * 1 * 1 * 6 * 16 * 4 * 2;  // plus the 6-entry source to come
     const auto tokens = greedy_through_cache(model, kv, {1, 2, 3, 4, 5, 6}, {9, 9}, 20 * 10);
     CHECK(tokens.size() == 200u);
@@ -114,48 +176,109 @@ TEST_CASE("tts: a small window streams 20 times its length with memory_bytes unc
 }
 
 TEST_CASE("tts: cpu and reference backends agree on logits within 1e-3") {
-  const ModelManifest m = tts_manifest();
-  const Weights w = Weights::from_manifest(m);
+  const TtsArchitecture a = tts_arch();
+  const Weights w = Weights::dummy(a.tensors(), 5);
   std::vector<std::vector<float>> ref_logits, cpu_logits;
   for (Backend b : {Backend::reference, Backend::cpu}) {
-    const TtsModel model(m, w, b);
-    BoundedKVManager kv(tts_kv(m, SinkWindow{2, 6}), BoundedKVOptions{b, 2});
+    TtsModel model(a, w, ModelOptions{b, 2});
+    ResourceSet kv({tts_kv(a, SinkWindow{2, 6})}, ResourceOptions{b, 2});
     greedy_through_cache(model, kv, {4, 4, 2}, {1, 2, 3}, 30, b == Backend::reference ? &ref_logits : &cpu_logits);
   }
   for (size_t s = 0; s < ref_logits.size(); ++s) CHECK(test::max_abs_diff(ref_logits[s], cpu_logits[s]) <= 1e-3f);
 }
 
+TEST_CASE("tts: layers split over two resources of different windows route each layer to its own") {
+  // nodes decide which layers use which resource: layer 0 keeps a long
+  // window, layer 1 a short one. With both windows covering the stream the
+  // split is invisible; with the short one evicting, tokens differ from the
+  // all-long model but stay reproducible.
+  const TtsArchitecture a = tts_arch();
+  const Weights w = Weights::dummy(a.tensors(), 5);
+  auto split = [&](int64_t short_window) {
+    BoundedKVSpec l0 = tts_kv(a, SinkWindow{4, 64}), l1 = tts_kv(a, SinkWindow{2, short_window});
+    l0.resource_key = "long", l0.layers = {0}, l0.config.num_layers = 1;
+    l1.resource_key = "short", l1.layers = {1}, l1.config.num_layers = 1;
+    return std::vector<ResourceSpec>{l0, l1};
+  };
+  TtsModel model(a, w, ModelOptions{Backend::cpu, 1});
+  ResourceSet whole({tts_kv(a, SinkWindow{4, 64})}, ResourceOptions{Backend::cpu, 1});
+  ResourceSet both_long(split(64), ResourceOptions{Backend::cpu, 1});
+  ResourceSet evicting(split(4), ResourceOptions{Backend::cpu, 1});
+  const std::vector<int32_t> voice{3, 1, 4}, prompt{1, 5, 9};
+  const auto want = greedy_through_cache(model, whole, voice, prompt, 30);
+  CHECK(greedy_through_cache(model, both_long, voice, prompt, 30) == want);
+  CHECK(greedy_through_cache(model, evicting, voice, prompt, 30) != want);
+  CHECK_THROWS_WITH_AS(both_long.layer<RingKVManager>(0),
+                       "resources: layer 0 is served by bounded_kv resource 'long', not the kind this model needs",
+                       InputError);
+  CHECK_THROWS_WITH_AS(both_long.layer<BoundedKVManager>(2), "resources: no resource serves layer 2", InputError);
+}
+
 TEST_CASE("weights: the safetensors file the tool writes loads back to the same tokens; broken files are refused") {
-  const ModelManifest m = tts_manifest();
-  const Weights dummy = Weights::from_manifest(m);
+  const TtsArchitecture a = tts_arch();
+  const auto specs = a.tensors();
+  const Weights dummy = Weights::dummy(specs, 5);
   const fs::path dir = fs::temp_directory_path() / fmt::format("mstar-weights-test-{}", ::getpid());
   fs::create_directories(dir);
   const fs::path file = dir / "w.safetensors";
-  write_weights(dummy, m.kind, m.arch, file, DType::f32);
-  const Weights loaded = Weights::load_safetensors(file, m.kind, m.arch);
-  for (const auto& [name, t] : dummy.all())
-    CHECK(std::memcmp(t.data(), loaded.get(name), t.bytes()) == 0);
-  const TtsModel a(m, dummy, Backend::cpu), b(m, loaded, Backend::cpu);
-  BoundedKVManager kva(tts_kv(m, SinkWindow{2, 8}), BoundedKVOptions{Backend::cpu, 1});
-  BoundedKVManager kvb(tts_kv(m, SinkWindow{2, 8}), BoundedKVOptions{Backend::cpu, 1});
-  CHECK(greedy_through_cache(a, kva, {1, 2, 3}, {4, 5}, 20) == greedy_through_cache(b, kvb, {1, 2, 3}, {4, 5}, 20));
+  write_weights(dummy, specs, file, DType::f32);
+  const Weights loaded = Weights::load({file}, specs);
+  for (const auto& [name, t] : dummy.all()) CHECK(std::memcmp(t.data, loaded.get(name).data, t.bytes) == 0);
+  TtsModel ma(a, dummy, ModelOptions{Backend::cpu, 1}), mb(a, loaded, ModelOptions{Backend::cpu, 1});
+  ResourceSet kva({tts_kv(a, SinkWindow{2, 8})}, ResourceOptions{Backend::cpu, 1});
+  ResourceSet kvb({tts_kv(a, SinkWindow{2, 8})}, ResourceOptions{Backend::cpu, 1});
+  CHECK(greedy_through_cache(ma, kva, {1, 2, 3}, {4, 5}, 20) == greedy_through_cache(mb, kvb, {1, 2, 3}, {4, 5}, 20));
 
-  // bf16 storage loads too (rounded).
-  write_weights(dummy, m.kind, m.arch, file, DType::bf16);
-  CHECK(Weights::load_safetensors(file, m.kind, m.arch).get("head.weight")[3] ==
-        round_to(DType::bf16, dummy.get("head.weight")[3]));
+  // bf16 storage loads as stored; the family asks for f32 and gets it rounded.
+  write_weights(dummy, specs, file, DType::bf16);
+  {
+    const Weights bf = Weights::load({file}, specs);
+    CHECK(bf.get("head.weight").dtype == DType::bf16);
+    ModelParams params(bf, Backend::cpu);
+    CHECK(params.f32("head.weight")[3] ==
+          round_to(DType::bf16, static_cast<const float*>(dummy.get("head.weight").data)[3]));
+  }
+
+  // A model in two shards, listed by an index, loads to the same tensors.
+  {
+    std::vector<TensorData> first, second;
+    nlohmann::json map = nlohmann::json::object();
+    for (size_t i = 0; i < specs.size(); ++i) {
+      const WeightTensor& t = dummy.get(specs[i].name);
+      (i % 2 ? second : first).push_back({specs[i].name, DType::f32, specs[i].shape, t.data, t.bytes});
+      map[specs[i].name] = i % 2 ? "b.safetensors" : "a.safetensors";
+    }
+    write_safetensors(dir / "a.safetensors", first);
+    write_safetensors(dir / "b.safetensors", second);
+    std::ofstream(dir / "model.safetensors.index.json") << nlohmann::json{{"weight_map", map}}.dump();
+    const Weights sharded = Weights::load(weight_files(dir / "model.safetensors.index.json"), specs);
+    for (const auto& [name, t] : dummy.all()) CHECK(std::memcmp(t.data, sharded.get(name).data, t.bytes) == 0);
+    std::ofstream(dir / "model.safetensors.index.json") << nlohmann::json{{"weight_map", {{"x", "gone.safetensors"}}}}.dump();
+    CHECK_THROWS_WITH_AS(weight_files(dir / "model.safetensors.index.json"),
+                         ((dir / "model.safetensors.index.json").string() + ": names shard 'gone.safetensors', which is missing").c_str(),
+                         InputError);
+  }
+
+  // A tensor of rank 3 (any rank loads).
+  {
+    const std::vector<TensorSpec> cube{{"cube", {2, 3, 4}}};
+    const Weights c = Weights::dummy(cube, 1);
+    write_weights(c, cube, dir / "cube.safetensors", DType::f16);
+    const Weights back = Weights::load({dir / "cube.safetensors"}, cube);
+    CHECK(back.get("cube").shape == std::vector<int64_t>{2, 3, 4});
+    CHECK(back.get("cube").dtype == DType::f16);
+  }
 
   auto tensors_with = [&](auto&& edit) {
-    std::vector<std::vector<float>> bufs;
     std::vector<TensorData> data;
-    for (const auto& t : expected_tensors(m.kind, m.arch)) {
-      bufs.emplace_back(dummy.get(t.name), dummy.get(t.name) + t.numel());
-      data.push_back({t.name, DType::f32, t.shape, bufs.back().data(), static_cast<size_t>(t.numel()) * 4});
+    for (const auto& t : specs) {
+      const WeightTensor& wt = dummy.get(t.name);
+      data.push_back({t.name, DType::f32, t.shape, wt.data, wt.bytes});
     }
     edit(data);
     write_safetensors(file, data);
     try {
-      Weights::load_safetensors(file, m.kind, m.arch);
+      Weights::load({file}, specs);
     } catch (const InputError& e) {
       std::string msg = e.what();
       return msg.substr(msg.find(": ") + 2);
@@ -167,6 +290,8 @@ TEST_CASE("weights: the safetensors file the tool writes loads back to the same 
         "tensor 'layers.0.attn.q.weight' has shape [16, 64], expected [32, 32]");
   CHECK(tensors_with([](auto& d) { d[0].bytes -= 4; }) == "tensor 'embed.weight' holds 6396 bytes, its shape needs 6400");
   CHECK(tensors_with([](auto& d) { d[0].dtype = DType::f16; d[0].bytes /= 2; }) == "loaded");  // f16 files load
+  CHECK(tensors_with([](auto& d) { d.push_back(d[1]); d.back().name = "extra.weight"; }) ==
+        "unexpected tensor 'extra.weight' (not part of this architecture)");
   {
     // A dtype mstar does not read: rewrite the first tensor's dtype in the header.
     tensors_with([](auto&) {});
@@ -178,7 +303,7 @@ TEST_CASE("weights: the safetensors file the tool writes loads back to the same 
     f.seekp(static_cast<std::streamoff>(at));
     f.write("\"I32\"", 5);
     f.close();
-    CHECK_THROWS_WITH_AS(Weights::load_safetensors(file, m.kind, m.arch),
+    CHECK_THROWS_WITH_AS(Weights::load({file}, specs),
                          (file.string() + ": tensor 'embed.weight' has dtype I32 (expected F32, F16 or BF16)").c_str(),
                          InputError);
   }
@@ -187,14 +312,8 @@ TEST_CASE("weights: the safetensors file the tool writes loads back to the same 
 
 namespace {
 
-ModelManifest world_manifest() {
-  ModelManifest m;
-  m.name = "test-world";
-  m.kind = ModelKind::world;
-  m.arch.common = CommonArchitecture{2, 32, 2, 1, 16, 32, 10000, "stream"};
-  m.arch.world = WorldArchitecture{4, 3, 2, 2, 4, 2, 2, 3, 3};
-  m.weights.dummy_seed = 9;
-  return m;
+WorldArchitecture world_arch() {
+  return WorldArchitecture(CommonArchitecture{2, 32, 2, 1, 16, 32, 10000, "stream"}, WorldFields{4, 3, 2, 2, 4, 2, 2, 3, 3});
 }
 
 RingKVSpec world_kv() {
@@ -209,41 +328,6 @@ RingKVSpec world_kv() {
   return RingKVSpec{"kv", {}, c};
 }
 
-// The test's own store: every committed frame's keys and values per
-// rollout and layer, and attention over the frames the ring rule retains.
-struct NaiveFrames {
-  const RingKVConfig& c;
-  std::map<std::string, std::vector<std::map<int64_t, std::pair<std::vector<float>, std::vector<float>>>>> kv;
-
-  WorldModel::AttentionFactory factory(const std::vector<std::string>& rids, const std::vector<int64_t>& frames) {
-    return [this, rids, frames](bool commit) -> WorldModel::FrameAttention {
-      return [this, rids, frames, commit](int64_t l, const float* q, const float* k, const float* v, float* o) {
-        const int64_t T = c.tokens_per_frame, hd = c.head_dim;
-        const RingGeometry& g = c.layers[static_cast<size_t>(l)];
-        for (size_t b = 0; b < rids.size(); ++b) {
-          auto& store = kv[rids[b]];
-          store.resize(static_cast<size_t>(c.num_layers));
-          const int64_t f = frames[b], d = g.pinned_dilation, bucket = (f + d - 1) / d;
-          std::vector<float> keys, vals;
-          for (const auto& [g_frame, e] : store[static_cast<size_t>(l)])
-            if (g_frame < f && g_frame % d == 0 && g_frame / d >= bucket - g.ring_buckets + (f % d == 0 ? 1 : 0)) {
-              keys.insert(keys.end(), e.first.begin(), e.first.end());
-              vals.insert(vals.end(), e.second.begin(), e.second.end());
-            }
-          keys.insert(keys.end(), k + static_cast<int64_t>(b) * T * hd, k + static_cast<int64_t>(b + 1) * T * hd);
-          vals.insert(vals.end(), v + static_cast<int64_t>(b) * T * hd, v + static_cast<int64_t>(b + 1) * T * hd);
-          const auto nk = static_cast<int64_t>(keys.size()) / hd;
-          dense_attention(q + static_cast<int64_t>(b) * T * 2 * hd, T, keys.data(), vals.data(), nk, 2, 1, hd,
-                          [nk](int64_t) { return nk; }, o + static_cast<int64_t>(b) * T * 2 * hd);
-          if (commit)
-            store[static_cast<size_t>(l)][f] = {std::vector<float>(k + static_cast<int64_t>(b) * T * hd, k + static_cast<int64_t>(b + 1) * T * hd),
-                                                std::vector<float>(v + static_cast<int64_t>(b) * T * hd, v + static_cast<int64_t>(b + 1) * T * hd)};
-        }
-      };
-    };
-  }
-};
-
 std::vector<float> noise_for(uint64_t seed, size_t n) {
   std::mt19937_64 g(seed);
   std::normal_distribution<float> d;
@@ -252,16 +336,121 @@ std::vector<float> noise_for(uint64_t seed, size_t n) {
   return x;
 }
 
+// The world oracle: the model's forward from its definition, with a naive
+// store of every committed frame's keys and values per rollout and layer,
+// attention over the frames the ring rule retains plus the frame itself.
+struct NaiveWorld {
+  const WorldArchitecture& a;
+  const RingKVConfig& c;
+  ModelParams params;
+  Trunk trunk;
+  std::map<std::string, std::vector<std::map<int64_t, std::pair<std::vector<float>, std::vector<float>>>>> kv;
+
+  NaiveWorld(const WorldArchitecture& arch, const RingKVConfig& cfg, const Weights& w)
+      : a(arch), c(cfg), params(w, Backend::reference),
+        trunk(arch.trunk(), params, names, "final_norm.weight", DType::f32, ModelOptions{Backend::reference, 1}) {}
+
+  void pass(const std::vector<std::string>& rids, const std::vector<int64_t>& frames, const std::vector<float>& lat,
+            const std::vector<float>& controls, float noise, bool commit, std::vector<float>& out) {
+    const auto& cm = a.common;
+    const auto& wf = a.world;
+    const auto B = static_cast<int64_t>(rids.size());
+    const int64_t T = wf.tokens_per_frame, C = wf.latent_channels, W = cm.width, n = B * T, hd = cm.head_dim;
+    std::vector<float> x(static_cast<size_t>(n * W)), cw(static_cast<size_t>(B * W));
+    trunk.project(lat.data(), n, C, params.f32("latent_in.weight"), DType::f32, W, x.data());
+    trunk.project(controls.data(), B, wf.control_dim, params.f32("control_in.weight"), DType::f32, W, cw.data());
+    for (int64_t t = 0; t < n; ++t)
+      for (int64_t i = 0; i < W; ++i)
+        x[static_cast<size_t>(t * W + i)] += cw[static_cast<size_t>((t / T) * W + i)] + 0.1f * std::sin(noise * static_cast<float>(i + 1));
+    const double theta = static_cast<double>(cm.rope_theta);
+    const auto it = rope_inv_freq(static_cast<int32_t>(2 * wf.rope_time), theta),
+               ih = rope_inv_freq(static_cast<int32_t>(2 * wf.rope_height), theta),
+               iw = rope_inv_freq(static_cast<int32_t>(2 * wf.rope_width), theta);
+    auto rot = [&](float* v, int64_t heads, int64_t t) {
+      const auto rt = static_cast<int32_t>(wf.rope_time), rh = static_cast<int32_t>(wf.rope_height);
+      for (int64_t h = 0; h < heads; ++h) {
+        float* e = v + h * hd;
+        rotate_pairs(e, 0, static_cast<int32_t>(hd / 2), rt, static_cast<double>(frames[static_cast<size_t>(t / T)]), it.data());
+        rotate_pairs(e, rt, static_cast<int32_t>(hd / 2), rh, static_cast<double>((t % T) / wf.frame_width), ih.data());
+        rotate_pairs(e, rt + rh, static_cast<int32_t>(hd / 2), static_cast<int32_t>(wf.rope_width),
+                     static_cast<double>((t % T) % wf.frame_width), iw.data());
+      }
+    };
+    trunk.run(x.data(), n, [&](int64_t l, float* q, float* k, float* v, float* o) {
+      for (int64_t t = 0; t < n; ++t) rot(q + t * cm.heads * hd, cm.heads, t), rot(k + t * cm.kv_heads * hd, cm.kv_heads, t);
+      const RingGeometry& g = c.layers[static_cast<size_t>(l)];
+      for (size_t b = 0; b < rids.size(); ++b) {
+        auto& store = kv[rids[b]];
+        store.resize(static_cast<size_t>(c.num_layers));
+        const int64_t f = frames[b], d = g.pinned_dilation, bucket = (f + d - 1) / d;
+        std::vector<float> keys, vals;
+        for (const auto& [g_frame, e] : store[static_cast<size_t>(l)])
+          if (g_frame < f && g_frame % d == 0 && g_frame / d >= bucket - g.ring_buckets + (f % d == 0 ? 1 : 0)) {
+            keys.insert(keys.end(), e.first.begin(), e.first.end());
+            vals.insert(vals.end(), e.second.begin(), e.second.end());
+          }
+        const int64_t off = static_cast<int64_t>(b) * T * cm.kv_heads * hd;
+        keys.insert(keys.end(), k + off, k + off + T * cm.kv_heads * hd);
+        vals.insert(vals.end(), v + off, v + off + T * cm.kv_heads * hd);
+        const auto nk = static_cast<int64_t>(keys.size()) / (cm.kv_heads * hd);
+        dense_attention(q + static_cast<int64_t>(b) * T * cm.heads * hd, T, keys.data(), vals.data(), nk, cm.heads,
+                        cm.kv_heads, hd, [nk](int64_t) { return nk; }, o + static_cast<int64_t>(b) * T * cm.heads * hd);
+        if (commit)
+          store[static_cast<size_t>(l)][f] = {std::vector<float>(k + off, k + off + T * cm.kv_heads * hd),
+                                              std::vector<float>(v + off, v + off + T * cm.kv_heads * hd)};
+      }
+    });
+    std::vector<float> normed(static_cast<size_t>(n * W));
+    trunk.final_norm(x.data(), n, normed.data());
+    out.resize(static_cast<size_t>(n * C));
+    trunk.project(normed.data(), n, W, params.f32("latent_out.weight"), DType::f32, C, out.data());
+  }
+
+  std::vector<float> generate(const std::vector<std::string>& rids, const std::vector<int64_t>& frames,
+                              std::vector<float> x, const std::vector<float>& controls) {
+    const int64_t steps = a.world.denoise_steps;
+    std::vector<float> pred;
+    for (int64_t s = 0; s < steps; ++s) {
+      pass(rids, frames, x, controls, 1.0f - static_cast<float>(s) / static_cast<float>(steps), false, pred);
+      const float step = 1.0f / static_cast<float>(steps - s);
+      for (size_t i = 0; i < x.size(); ++i) x[i] += (pred[i] - x[i]) * step;
+    }
+    pass(rids, frames, x, controls, 0.0f, true, pred);
+    return x;
+  }
+};
+
+// One step of rollouts through the ring: admit, plan, optional extra work,
+// generate, commit.
+std::vector<float> ring_step(WorldModel& model, ResourceSet& kv, const std::vector<std::string>& rids,
+                             const std::vector<int64_t>& frames, const std::vector<float>& noise,
+                             const std::vector<float>& controls, const std::function<void()>& before = {}) {
+  Step st;
+  StepContext ctx;
+  for (size_t i = 0; i < rids.size(); ++i) {
+    st.segments.push_back({rids[i], "frame", 4});
+    st.frames[rids[i]] = frames[i];
+    ctx.add_rows(rids[i], 1);
+  }
+  REQUIRE(kv.admit(st, ctx).ok());
+  kv.plan(st, ctx);
+  if (before) before();
+  auto out = model.generate(kv, frames, noise, controls);
+  kv.commit(st, ctx);
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE("world: frames through the ring equal a naive store of the retained frames, both backends") {
-  const ModelManifest m = world_manifest();
-  const Weights w = Weights::from_manifest(m);
+  const WorldArchitecture a = world_arch();
+  const Weights w = Weights::dummy(a.tensors(), 9);
+  const RingKVSpec spec = world_kv();
   for (Backend b : {Backend::reference, Backend::cpu}) {
     CAPTURE(to_string(b));
-    const WorldModel model(m, w, b);
-    RingKVManager kv(world_kv(), RingKVOptions{b, 2});
-    NaiveFrames naive{kv.config(), {}};
+    WorldModel model(a, w, ModelOptions{b, 2});
+    ResourceSet kv({spec}, ResourceOptions{b, 2});
+    NaiveWorld naive(a, spec.config, w);
     kv.ingest_request("a");
     kv.ingest_request("b");
     for (int64_t f = 0; f < 14; ++f) {
@@ -269,79 +458,51 @@ TEST_CASE("world: frames through the ring equal a naive store of the retained fr
       std::vector<std::string> rids{"a"};
       std::vector<int64_t> frames{f};
       if (f >= 3) rids.push_back("b"), frames.push_back(f - 3);
-      RingKVStep st;
-      StepContext ctx;
-      for (size_t i = 0; i < rids.size(); ++i) {
-        st.segments.push_back({rids[i], "frame", 4});
-        st.frames[rids[i]] = frames[i];
-        ctx.add_rows(rids[i], 1);
-      }
-      REQUIRE(kv.admit(st, ctx).ok());
-      const RingPlan plan = kv.plan(st, ctx);
       const auto B = static_cast<int64_t>(rids.size());
       const auto noise = noise_for(static_cast<uint64_t>(f), static_cast<size_t>(B * 4 * 4));
       const std::vector<float> controls(static_cast<size_t>(B * 3), 0.5f);
-      const auto ring = model.generate(B, frames, noise, controls.data(), model.ring_attention(kv, plan, frames));
-      const auto plain = model.generate(B, frames, noise, controls.data(), naive.factory(rids, frames));
-      kv.commit(st, ctx);
+      const auto ring = ring_step(model, kv, rids, frames, noise, controls);
+      const auto plain = naive.generate(rids, frames, noise, controls);
       CHECK(test::max_abs_diff(ring, plain) <= 1e-4f);
     }
   }
 }
 
-namespace {
-
-// One frame of rollout "a" through the ring: admit, plan, optional extra
-// work on the plan, generate, commit.
-std::vector<float> roll_frame(const WorldModel& model, RingKVManager& kv, int64_t f, float control,
-                              const std::function<void(const RingPlan&, const std::vector<int64_t>&)>& before = {}) {
-  RingKVStep st{{{"a", "frame", 4}}, {{"a", f}}};
-  StepContext ctx;
-  ctx.add_rows("a", 1);
-  REQUIRE(kv.admit(st, ctx).ok());
-  const RingPlan plan = kv.plan(st, ctx);
-  const std::vector<int64_t> frames{f};
-  if (before) before(plan, frames);
-  const std::vector<float> controls(3, control);
-  auto out = model.generate(1, frames, noise_for(static_cast<uint64_t>(f), 16), controls.data(),
-                            model.ring_attention(kv, plan, frames));
-  kv.commit(st, ctx);
-  return out;
-}
-
-}  // namespace
-
 TEST_CASE("world: denoising passes that do not commit never change what a later frame sees") {
-  const ModelManifest m = world_manifest();
-  const Weights w = Weights::from_manifest(m);
-  const WorldModel model(m, w, Backend::cpu);
+  const WorldArchitecture a = world_arch();
+  const Weights w = Weights::dummy(a.tensors(), 9);
   std::vector<std::vector<float>> runs[2];
   for (int junk = 0; junk < 2; ++junk) {
-    RingKVManager kv(world_kv(), RingKVOptions{Backend::cpu, 1});
+    WorldModel model(a, w, ModelOptions{Backend::cpu, 1});
+    ResourceSet kv({world_kv()}, ResourceOptions{Backend::cpu, 1});
     kv.ingest_request("a");
     for (int64_t f = 0; f < 10; ++f)
-      runs[junk].push_back(roll_frame(model, kv, f, 0.25f, [&](const RingPlan& plan, const std::vector<int64_t>& frames) {
-        if (!junk || f % 3 != 1) return;
-        for (int64_t l = 0; l < 2; ++l) {  // extra passes with junk inputs, not committed
-          auto k = noise_for(99 + static_cast<uint64_t>(f), 4 * 16), v = noise_for(7 + static_cast<uint64_t>(f), 4 * 16);
-          (void)kv.upsert(l, plan, f32_view(k.data(), Shape{1, 1, 4, 16}), f32_view(v.data(), Shape{1, 1, 4, 16}), frames,
-                          UpsertOptions{false, true});
-        }
-      }));
+      runs[junk].push_back(ring_step(model, kv, {"a"}, {f}, noise_for(static_cast<uint64_t>(f), 16),
+                                     std::vector<float>(3, 0.25f), [&] {
+                                       if (!junk || f % 3 != 1) return;
+                                       for (int64_t l = 0; l < 2; ++l) {  // extra passes with junk inputs, not committed
+                                         auto k = noise_for(99 + static_cast<uint64_t>(f), 4 * 16);
+                                         auto v = noise_for(7 + static_cast<uint64_t>(f), 4 * 16);
+                                         auto [ring, local] = kv.layer<RingKVManager>(l);
+                                         ring.upsert(local, f32_view(k.data(), Shape{4, 1, 16}),
+                                                     f32_view(v.data(), Shape{4, 1, 16}), false);
+                                       }
+                                     }));
   }
   for (size_t f = 0; f < runs[0].size(); ++f) CHECK(runs[0][f] == runs[1][f]);
 }
 
 TEST_CASE("world: cpu and reference backends agree within 1e-3") {
-  const ModelManifest m = world_manifest();
-  const Weights w = Weights::from_manifest(m);
+  const WorldArchitecture a = world_arch();
+  const Weights w = Weights::dummy(a.tensors(), 9);
   std::vector<std::vector<float>> out[2];
   for (int i = 0; i < 2; ++i) {
     const Backend b = i == 0 ? Backend::reference : Backend::cpu;
-    const WorldModel model(m, w, b);
-    RingKVManager kv(world_kv(), RingKVOptions{b, 2});
+    WorldModel model(a, w, ModelOptions{b, 2});
+    ResourceSet kv({world_kv()}, ResourceOptions{b, 2});
     kv.ingest_request("a");
-    for (int64_t f = 0; f < 8; ++f) out[i].push_back(roll_frame(model, kv, f, 0.1f));
+    for (int64_t f = 0; f < 8; ++f)
+      out[i].push_back(ring_step(model, kv, {"a"}, {f}, noise_for(static_cast<uint64_t>(f), 16), std::vector<float>(3, 0.1f)));
   }
   for (size_t f = 0; f < out[0].size(); ++f) CHECK(test::max_abs_diff(out[0][f], out[1][f]) <= 1e-3f);
 }

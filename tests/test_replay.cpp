@@ -8,7 +8,7 @@
 #include <fstream>
 
 #include "core/errors.h"
-#include "replay.h"
+#include "engine/replay.h"
 
 using namespace mstar;
 using nlohmann::json;

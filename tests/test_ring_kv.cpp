@@ -2,12 +2,12 @@
 // session and layer, the list of committed frames; what a frame may see is
 // worked out from the definition (dilation and buckets), not from slots.
 #include <doctest/doctest.h>
-#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 
-#include "config/format_value.h"
+#include "core/format_value.h"
 #include "config/ring_kv_json.h"
 #include "core/errors.h"
 #include "resources/ring_kv/manager.h"
@@ -62,6 +62,21 @@ struct Row {
   int64_t frame;
 };
 
+// Every session no request holds is as a reset leaves it: only its scratch
+// counts as written, in every layer.
+void check_free_sessions_clear(const RingKVManager& kv) {
+  std::vector<uint8_t> held(static_cast<size_t>(kv.num_sessions()), 0);
+  for (int32_t s = 0; s < static_cast<int32_t>(kv.num_sessions()); ++s) held[static_cast<size_t>(s)] = kv.book().pool().held(s);
+  for (int32_t s = 0; s < static_cast<int32_t>(kv.num_sessions()); ++s) {
+    if (held[static_cast<size_t>(s)]) continue;
+    for (int64_t l = 0; l < kv.config().num_layers; ++l) {
+      std::vector<uint8_t> want(static_cast<size_t>(kv.config().layers[static_cast<size_t>(l)].ring_frames + 1), 0);
+      want.back() = 1;
+      CHECK(kv.book().written(l, s) == want);
+    }
+  }
+}
+
 struct Harness {
   RingKVConfig c;
   RingKVManager kv;
@@ -71,7 +86,7 @@ struct Harness {
   float tol;
 
   Harness(const RingKVConfig& cfg, Backend b, uint64_t seed, int64_t q_heads)
-      : c(cfg), kv(RingKVSpec{"world_kv", {}, cfg}, RingKVOptions{b, 2}), rng(seed), Hq(q_heads),
+      : c(cfg), kv(RingKVSpec{"world_kv", {}, cfg}, ResourceOptions{b, 2}), rng(seed), Hq(q_heads),
         tol(b == Backend::reference ? 1e-5f : 1e-4f) {}
 
   void start(const std::string& rid) {
@@ -79,18 +94,17 @@ struct Harness {
     model.frames[rid].assign(static_cast<size_t>(c.num_layers), {});
   }
 
-  // One engine step: `passes` denoising passes, the last one committing.
-  // Returns per pass, per layer, the rows' outputs. Inputs may be given
+  // One engine step: `passes` denoising passes, the last one committing
+  // (unless commit_last is off: a step that commits nothing). Returns per
+  // pass, per layer, the rows' outputs. Inputs may be given
   // (inputs[pass][layer] = {q, k, v}) to replay a step exactly.
   using Inputs = std::vector<std::vector<std::array<std::vector<float>, 3>>>;
   std::vector<std::vector<std::vector<float>>> step(const std::vector<Row>& rows, int passes, Inputs* inputs,
-                                                    bool check = true) {
+                                                    bool check = true, bool commit_last = true) {
     const int64_t H = c.num_kv_heads, T = c.tokens_per_frame, D = c.head_dim;
-    RingKVStep st;
+    Step st;
     StepContext ctx;
-    std::vector<int64_t> frame_pos;
     for (const Row& r : rows) {
-      frame_pos.push_back(r.frame);
       if (r.rid.empty()) {
         ctx.add_padding(1);
         continue;
@@ -101,13 +115,13 @@ struct Harness {
     }
     const AdmitOutcome adm = kv.admit(st, ctx);
     REQUIRE_MESSAGE(adm.ok(), adm.reason);
-    const RingPlan plan = kv.plan(st, ctx);
+    kv.plan(st, ctx);
     const auto B = static_cast<int64_t>(rows.size());
     const bool given = inputs && !inputs->empty();
     if (inputs && !given) inputs->assign(static_cast<size_t>(passes), std::vector<std::array<std::vector<float>, 3>>(static_cast<size_t>(c.num_layers)));
     std::vector<std::vector<std::vector<float>>> outs(static_cast<size_t>(passes));
     for (int pass = 0; pass < passes; ++pass) {
-      const bool commit = pass == passes - 1;
+      const bool commit = commit_last && pass == passes - 1;
       for (int64_t l = 0; l < c.num_layers; ++l) {
         std::vector<float> q, k, v;
         if (given) {
@@ -119,10 +133,19 @@ struct Harness {
           v = rng.normals(static_cast<size_t>(B * H * T * D));
           if (inputs) (*inputs)[static_cast<size_t>(pass)][static_cast<size_t>(l)] = {q, k, v};
         }
-        const RingUpsert up = kv.upsert(l, plan, f32_view(k.data(), Shape{B, H, T, D}),
-                                        f32_view(v.data(), Shape{B, H, T, D}), frame_pos, UpsertOptions{commit, true});
+        // The test keeps each row's frame as [H, T, D]; the model hands the
+        // resource [rows * T, H, D].
+        std::vector<float> kt(k.size()), vt(v.size());
+        for (int64_t b = 0; b < B; ++b)
+          for (int64_t h = 0; h < H; ++h)
+            for (int64_t t = 0; t < T; ++t)
+              for (int64_t d = 0; d < D; ++d) {
+                kt[static_cast<size_t>(((b * T + t) * H + h) * D + d)] = k[static_cast<size_t>(((b * H + h) * T + t) * D + d)];
+                vt[static_cast<size_t>(((b * T + t) * H + h) * D + d)] = v[static_cast<size_t>(((b * H + h) * T + t) * D + d)];
+              }
+        kv.upsert(l, f32_view(kt.data(), Shape{B * T, H, D}), f32_view(vt.data(), Shape{B * T, H, D}), commit);
         std::vector<float> out(q.size());
-        kv.attend(l, up, f32_view(q.data(), Shape{B * T, Hq, D}), f32_view(out.data(), Shape{B * T, Hq, D}));
+        kv.attend(l, f32_view(q.data(), Shape{B * T, Hq, D}), f32_view(out.data(), Shape{B * T, Hq, D}));
         outs[static_cast<size_t>(pass)].push_back(out);
         if (check) check_rows(rows, l, q, k, v, out);
         if (commit)
@@ -206,7 +229,7 @@ RingKVConfig random_config(test::Rng& rng, DType dt) {
 
 }  // namespace
 
-TEST_CASE("ring config: sizes, validation messages and overrides") {
+TEST_CASE("ring config: sizes and validation messages") {
   RingKVConfig c = small_config();
   c.validate();
   CHECK(c.total_sessions() == 3);
@@ -227,15 +250,6 @@ TEST_CASE("ring config: sizes, validation messages and overrides") {
   c = small_config();
   c.tokens_per_frame = -1;
   CHECK(error_of(c) == "world.kv: tokens_per_frame must be at least 1, got -1");
-
-  RingKVSpec spec{"world_kv", {"attn.0"}, small_config()};
-  spec.apply_yaml_overrides(YAML::Load("num_sessions: 6"));
-  CHECK(spec.config.num_sessions == 6);
-  CHECK_THROWS_WITH_AS(spec.apply_yaml_overrides(YAML::Load("ring_frames: 64")),
-                       "resource 'world_kv': 'ring_frames' cannot be overridden by a deployment; a ring_kv resource "
-                       "accepts only num_sessions (its geometry is a fact of the checkpoint the model was trained with)",
-                       ConfigError);
-  CHECK(spec.config.num_sessions == 6);
 
   const auto j = to_json(small_config());
   CHECK(ring_kv_config_from_json(j, "cfg") == small_config());
@@ -276,7 +290,7 @@ TEST_CASE("ring attention equals naive attention over the retained frames, both 
           if (rows.empty()) continue;
           h.step(rows, static_cast<int>(rng.uniform(1, 3)), nullptr);
         }
-        h.kv.post_warmup_validate();
+        check_free_sessions_clear(h.kv);
       }
     }
 }
@@ -328,7 +342,7 @@ TEST_CASE("ring admission: full pool, unknown request, missing, skipped and repe
   h.step({{"a", 0}, {"b", 7}}, 1, nullptr);
 
   auto outcome = [&](const std::vector<Row>& rows) {
-    RingKVStep st;
+    Step st;
     StepContext ctx;
     for (const Row& r : rows) {
       st.segments.push_back({r.rid, "frame", 3});
@@ -337,7 +351,7 @@ TEST_CASE("ring admission: full pool, unknown request, missing, skipped and repe
     }
     return h.kv.admit(st, ctx);
   };
-  const int64_t free_before = h.kv.book().free_sessions();
+  const int64_t free_before = h.kv.book().pool().free_count();
   AdmitOutcome o = outcome({{"a", 1}, {"c", 0}});
   CHECK(o.kind == AdmitOutcome::Kind::retry);
   CHECK(o.reason == "request 'c' needs a session: 0 of 2 are free and this step needs 1");
@@ -356,13 +370,20 @@ TEST_CASE("ring admission: full pool, unknown request, missing, skipped and repe
   o = outcome({{"ghost", 0}});
   CHECK(o.kind == AdmitOutcome::Kind::refused);
   CHECK(o.reason == "request 'ghost' (segment 'frame'): unknown request (never ingested)");
-  CHECK(h.kv.book().free_sessions() == free_before);  // refused batches claimed nothing
+  CHECK(h.kv.book().pool().free_count() == free_before);  // refused batches claimed nothing
   CHECK(!h.kv.session_of("c"));
 
+  const int32_t b_session = *h.kv.session_of("b");
   h.kv.remove_request("b");
+  check_free_sessions_clear(h.kv);
   CHECK(outcome({{"a", 1}, {"c", 0}}).ok());
-  CHECK(h.kv.session_of("c").has_value());
-  h.kv.post_warmup_validate();  // b's session was zeroed on release
+  CHECK(h.kv.session_of("c") == b_session);
+  // b's session was zeroed on release: c starts from nothing.
+  const RingSessionState fresh = h.kv.get_state("c");
+  for (const HostBuffer& kv : fresh.kv) {
+    const auto* bytes = static_cast<const unsigned char*>(kv.data());
+    CHECK(std::all_of(bytes, bytes + kv.bytes(), [](unsigned char x) { return x == 0; }));
+  }
 }
 
 TEST_CASE("get_state, more frames, load_state: the same continuation bit for bit") {
@@ -390,19 +411,19 @@ TEST_CASE("get_state, more frames, load_state: the same continuation bit for bit
     const RingSessionState foreign = o.kv.get_state("z");
     const RingSessionState before = h.kv.get_state("a");
     CHECK_THROWS_WITH_AS(h.kv.load_state("a", foreign),
-                         "ring_kv load_state: layer 1: the state is bf16 [2, 2, 21, 4] but a session of this ring is "
-                         "bf16 [2, 2, 27, 4]",
+                         "ring_kv load_state: layer 1: the state is bf16 [2, 2, 21, 4] with 7 frame flags, but a "
+                         "session of this ring is bf16 [2, 2, 27, 4] with 9",
                          InputError);
     const RingSessionState after = h.kv.get_state("a");
     for (size_t l = 0; l < 2; ++l)
-      CHECK(std::memcmp(before.layers[l].kv.data(), after.layers[l].kv.data(), before.layers[l].kv.bytes()) == 0);
+      CHECK(std::memcmp(before.kv[l].data(), after.kv[l].data(), before.kv[l].bytes()) == 0);
   }
 }
 
 TEST_CASE("ring memory: analytic, reported without allocating, flat over 10 and 10,000 frames") {
   RingKVConfig c = small_config();
   c.dtype = DType::f16;
-  const RingMemoryReport rep = ring_memory(c);
+  const RingKVMemory rep = memory_report(c);
   // [2, H, (num_sessions + 1) * (ring_frames + 1) * T, D] x 2 bytes per layer
   const std::size_t l0 = 2u * 2 * (3 * 5 * 3) * 4 * 2, l1 = 2u * 2 * (3 * 9 * 3) * 4 * 2;
   CHECK(rep.layers[0].bytes == l0);
@@ -421,4 +442,23 @@ TEST_CASE("ring memory: analytic, reported without allocating, flat over 10 and 
   CHECK(h.kv.memory_bytes() == rep.total_bytes);
   for (int64_t f = 10; f < 10000; ++f) h.step({{"a", f}}, 1, nullptr, false);
   CHECK(h.kv.memory_bytes() == rep.total_bytes);
+}
+
+TEST_CASE("the frame clock follows committed frames only") {
+  // kv-semantics.md: a step whose passes all leave commit off moves nothing;
+  // the next step may declare the same frame again, and sees what it would
+  // have seen had the uncommitted step never run.
+  for (Backend b : {Backend::reference, Backend::cpu}) {
+    Harness plain(small_config(), b, 3, 2), retried(small_config(), b, 3, 2);
+    plain.start("a");
+    retried.start("a");
+    for (int64_t f = 0; f < 9; ++f) {
+      Harness::Inputs in;
+      const auto want = plain.step({{"a", f}}, 2, &in);
+      retried.step({{"a", f}}, 2, nullptr, true, false);  // nothing committed
+      CHECK(retried.kv.book().find("a")->next_frame == (f == 0 ? std::nullopt : std::optional<int64_t>(f)));
+      CHECK(retried.step({{"a", f}}, 2, &in) == want);  // the same frame again, as if the first never ran
+      CHECK(retried.kv.book().find("a")->next_frame == f + 1);
+    }
+  }
 }

@@ -2,8 +2,9 @@
 // Internal to the cpu backend: the per-ISA unit bodies and their scratch.
 #include <vector>
 
-#include "bounded_attention.h"
-#include "ring_attention.h"
+#include "bounded_kv.h"
+#include "ring_kv.h"
+#include "rope.h"
 
 namespace mstar::kernels {
 

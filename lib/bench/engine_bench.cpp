@@ -8,8 +8,8 @@
 #include <fmt/format.h>
 
 #include "core/errors.h"
+#include "engine/engine.h"
 #include "engine/run.h"
-#include "models/tts_model.h"
 #include "models/weights.h"
 
 namespace mstar::bench {
@@ -29,19 +29,19 @@ ResolvedDeployment resolve_or_throw(const std::filesystem::path& config, const s
   Diagnostics diags;
   std::vector<SetOverride> so;
   for (const auto& s : sets) so.push_back(parse_set(s));
-  auto r = resolve_deployment(config, so, diags);
+  auto r = load_deployment(config, so, diags);
   if (!r) throw ConfigError(diags.str());
   return *r;
 }
 
 Table bench_run(const ResolvedDeployment& d, int repeats) {
-  Table t{{"repeat", "requests", d.model.kind == ModelKind::tts ? "tokens" : "frames", "per_s", "step_p50_ms",
-           "step_p95_ms", "step_p99_ms", "first_p50_ms", "first_p95_ms", "host_share", "peak_rss_mib"},
+  Table t{{"repeat", "requests", "produced", "per_s", "step_p50_ms", "step_p95_ms", "step_p99_ms", "first_p50_ms",
+           "first_p95_ms", "host_share", "peak_rss_mib"},
           {}};
-  const Weights w = Weights::from_manifest(d.model);
   std::vector<double> rates;
   for (int r = 0; r < repeats; ++r) {
-    const RunStats s = run_deployment(d, w, {}, [](const nlohmann::json&) {});
+    auto engine = Engine::create(d);
+    const RunStats s = run_lines(*engine, workload_lines(d), {}, [](const Event&) {});
     double host = 0, step = 0;
     for (size_t i = 0; i < s.step_ms.size(); ++i) host += s.host_ms[i], step += s.step_ms[i];
     const double rate = static_cast<double>(s.produced) / s.seconds;
@@ -58,9 +58,10 @@ Table bench_run(const ResolvedDeployment& d, int repeats) {
 Table bench_concurrency(const std::filesystem::path& config, const std::vector<std::string>& sets,
                         const std::vector<int64_t>& streams, int64_t tokens) {
   const ResolvedDeployment base = resolve_or_throw(config, sets);
-  const bool tts = base.model.kind == ModelKind::tts;
-  const auto& res = base.model.resources.at(0);
-  const int64_t rows = tts ? std::get<BoundedKVSpec>(res.spec).config.rows_per_request : 1;
+  const bool tts = base.model.family->task == "speech";
+  int64_t rows = 1;
+  for (const auto& res : base.model.resources)
+    if (const auto* b = std::get_if<BoundedKVSpec>(&res.spec)) rows = b->config.rows_per_request;
   Table t{{"streams", tts ? "tokens" : "frames", "aggregate_per_s", "per_stream_per_s", "step_p50_ms", "host_p50_ms",
            "host_share"},
           {}};
@@ -69,11 +70,12 @@ Table bench_concurrency(const std::filesystem::path& config, const std::vector<s
     s.push_back(fmt::format("workload.requests.count={}", n));
     s.push_back("workload.requests.arrival_every=0");
     s.push_back(fmt::format("workload.requests.{}={}", tts ? "max_tokens" : "frames", tokens));
-    s.push_back(fmt::format("resources.{}.{}={}", res.key(), tts ? "max_slots" : "num_sessions", n));
+    for (const auto& res : base.model.resources)
+      s.push_back(fmt::format("resources.{}.{}={}", res.key(), res.type == "bounded_kv" ? "max_slots" : "num_sessions", n));
     s.push_back(fmt::format("scheduler.max_batch={}", n * rows));
     const ResolvedDeployment d = resolve_or_throw(config, s);
-    const Weights w = Weights::from_manifest(d.model);
-    const RunStats st = run_deployment(d, w, {}, [](const nlohmann::json&) {});
+    auto engine = Engine::create(d);
+    const RunStats st = run_lines(*engine, workload_lines(d), {}, [](const Event&) {});
     double host = 0, step = 0;
     for (size_t i = 0; i < st.step_ms.size(); ++i) host += st.host_ms[i], step += st.step_ms[i];
     const double agg = static_cast<double>(st.produced) / st.seconds;
@@ -84,9 +86,14 @@ Table bench_concurrency(const std::filesystem::path& config, const std::vector<s
 }
 
 std::vector<StreamPoint> bench_stream(const ResolvedDeployment& d, const std::vector<int64_t>& lengths, int probe) {
-  if (d.model.kind != ModelKind::tts) throw ConfigError("mstar-bench stream needs a tts deployment");
-  const Weights w = Weights::from_manifest(d.model);
-  const TtsModel model(d.model, w, d.deployment.backend);
+  if (d.model.family->task != "speech" || d.model.resources.size() != 1)
+    throw ConfigError("mstar-bench stream needs a speech deployment with one bounded resource");
+  const Weights w = d.model.weights.dummy_seed
+                        ? Weights::dummy(d.model.arch->tensors(), static_cast<uint64_t>(*d.model.weights.dummy_seed))
+                        : Weights::load(d.model.weight_files(), d.model.arch->tensors());
+  const ModelOptions options{d.deployment.backend, static_cast<int>(d.deployment.threads)};
+  std::unique_ptr<Model> built = d.model.family->make(*d.model.arch, w, options);
+  auto& model = dynamic_cast<TokenModel&>(*built);
   const BoundedKVSpec bounded_spec = std::get<BoundedKVSpec>(d.model.resources.at(0).spec);
   const int64_t longest = *std::max_element(lengths.begin(), lengths.end()) + probe + 1;
   // The same model with a cache that keeps everything: a window as long as
@@ -106,43 +113,44 @@ std::vector<StreamPoint> bench_stream(const ResolvedDeployment& d, const std::ve
                                   bspec.config.head_dim * static_cast<int64_t>(dtype_size(bspec.config.dtype));
 
   struct Stream {
-    BoundedKVManager kv;
+    ResourceSet kv;
     int64_t written = 0;
-    explicit Stream(const BoundedKVSpec& s, const Deployment& dep)
-        : kv(s, BoundedKVOptions{dep.backend, static_cast<int>(dep.threads)}) {
+    Stream(const BoundedKVSpec& s, const ModelOptions& o) : kv({s}, ResourceOptions{o.backend, o.threads}) {
       kv.ingest_request("s");
     }
     // Writes `tokens` and returns the seconds it took.
-    double feed(const TtsModel& m, const std::vector<int32_t>& tokens) {
-      const auto rows = kv.config().rows_per_request;
-      BoundedKVStep st{{{"s", "bench", static_cast<int64_t>(tokens.size())}}, {{"s", {0, written, 0}}}};
+    double feed(TokenModel& m, const std::vector<int32_t>& tokens, int64_t rows) {
+      Step st;
+      st.segments = {{"s", "bench", static_cast<int64_t>(tokens.size())}};
+      st.streams = {{"s", {0, written, 0}}};
       StepContext ctx;
       ctx.add_rows("s", static_cast<int>(rows));
       const auto t0 = Clock::now();
       if (!kv.admit(st, ctx).ok()) throw InputError("bench stream: step refused");
-      const BoundedKVPlan plan = kv.plan(st, ctx);
+      kv.plan(st, ctx);
       std::vector<float> logits;
-      m.step(kv, st, ctx, plan, std::vector<std::vector<int32_t>>(static_cast<size_t>(rows), tokens), logits);
+      m.step(kv, st, ctx, std::vector<std::vector<int32_t>>(static_cast<size_t>(rows), tokens), logits);
       kv.commit(st, ctx);
       written += static_cast<int64_t>(tokens.size());
       return std::chrono::duration<double>(Clock::now() - t0).count();
     }
   };
-  Stream bounded(bspec, d.deployment), full(full_spec, d.deployment);
+  const int64_t rows = bspec.config.rows_per_request;
+  Stream bounded(bspec, options), full(full_spec, options);
   const int64_t retained = bspec.config.max_retained();
   std::vector<StreamPoint> out;
   for (int64_t L : lengths) {
     for (Stream* s : {&bounded, &full}) {
       while (s->written < L) {
         const int64_t n = std::min(chunk, L - s->written);
-        s->feed(model, std::vector<int32_t>(static_cast<size_t>(n), 7));
+        s->feed(model, std::vector<int32_t>(static_cast<size_t>(n), 7), rows);
       }
     }
     StreamPoint p{L, 0, 0, 0, 0, 0};
     double tb = 0, tf = 0;
     for (int i = 0; i < probe; ++i) {
-      tb += bounded.feed(model, {5});
-      tf += full.feed(model, {5});
+      tb += bounded.feed(model, {5}, rows);
+      tf += full.feed(model, {5}, rows);
     }
     p.bounded_ms_per_token = tb * 1000 / probe;
     p.full_ms_per_token = tf * 1000 / probe;

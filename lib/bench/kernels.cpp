@@ -7,10 +7,11 @@
 
 #include <fmt/format.h>
 
-#include "bounded_attention.h"
-#include "core/buffer.h"
+#include "bounded_kv.h"
+#include "core/allocator.h"
 #include "core/errors.h"
 #include "resources/ring_kv/manager.h"
+#include "resources/staging.h"
 
 namespace mstar::bench {
 
@@ -18,27 +19,51 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-void fill_random(HostBuffer& b, uint64_t seed) {
+// Random numbers into a buffer of the backend's memory. A repeating block
+// keeps filling fast for multi-GiB pools.
+void fill_random(Allocator& alloc, void* dst, DType dtype, int64_t count, uint64_t seed) {
   std::mt19937_64 g(seed);
   std::normal_distribution<float> n;
-  const auto count = static_cast<size_t>(b.shape().numel());
-  // A repeating block keeps filling fast for multi-GiB pools.
   std::vector<float> block(4096);
   for (auto& x : block) x = n(g);
-  for (size_t i = 0; i < count; ++i) store_from_f32(b.data(), b.dtype(), i, block[i % block.size()]);
+  constexpr int64_t kChunk = 1 << 20;
+  std::vector<unsigned char> host(static_cast<size_t>(kChunk) * dtype_size(dtype));
+  for (int64_t at = 0; at < count; at += kChunk) {
+    const int64_t len = std::min(kChunk, count - at);
+    for (int64_t i = 0; i < len; ++i) store_from_f32(host.data(), dtype, static_cast<size_t>(i), block[static_cast<size_t>((at + i) % 4096)]);
+    alloc.copy_from_host(static_cast<unsigned char*>(dst) + at * static_cast<int64_t>(dtype_size(dtype)), host.data(),
+                         static_cast<size_t>(len) * dtype_size(dtype));
+  }
+}
+
+// A host vector copied into the backend's memory.
+template <class T>
+DeviceBuffer uploaded(Allocator& alloc, const std::vector<T>& v) {
+  DeviceBuffer b(alloc, v.size() * sizeof(T));
+  if (!v.empty()) alloc.copy_from_host(b.data(), v.data(), v.size() * sizeof(T));
+  return b;
 }
 
 // Warm-up runs the call for at least 0.2 s first: on this class of machine
 // the first milliseconds after a pause run several times slower (threads
 // waking, clocks ramping), which a single warm-up call does not absorb.
-template <class Call>
-void time_calls(Call&& call, int repeats, KernelResult& r) {
+// prepare(i) runs untimed before call(i): host bookkeeping a step does once,
+// not the op being measured.
+template <class Prepare, class Call>
+void time_calls(Backend backend, Prepare&& prepare, Call&& call, int repeats, KernelResult& r) {
   const auto warm = Clock::now();
-  for (int i = 0; i < 1000 && (i == 0 || Clock::now() - warm < std::chrono::milliseconds(200)); ++i) call(i);
+  for (int i = 0; i < 1000 && (i == 0 || Clock::now() - warm < std::chrono::milliseconds(200)); ++i) {
+    prepare(i);
+    call(i);
+    synchronize(backend);
+  }
   std::vector<double> us;
   for (int i = 0; i < repeats; ++i) {
+    prepare(i + 1);
+    synchronize(backend);
     const auto t0 = Clock::now();
     call(i + 1);
+    synchronize(backend);
     us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
   }
   std::sort(us.begin(), us.end());
@@ -51,24 +76,29 @@ void time_calls(Call&& call, int repeats, KernelResult& r) {
 
 KernelResult bench_bounded(const KernelShape& s, Backend backend, bool cold, int repeats, int64_t llc) {
   KernelResult r{s, backend, cold};
+  Allocator& alloc = allocator_for(backend);
   const int64_t D = s.head_dim, H = s.kv_heads, es = static_cast<int64_t>(dtype_size(s.dtype));
   const int64_t read = s.sink + s.kv_len;
   const int64_t slot_tokens = read + s.q_tokens;  // room for the step's writes after the read ranges
   const int64_t slot_bytes = H * slot_tokens * 2 * D * es;
   int64_t slots = s.batch;
   if (cold) slots = std::max<int64_t>(s.batch, (4 * llc + slot_bytes - 1) / slot_bytes);
-  HostBuffer pool(s.dtype, Shape{slots, H, slot_tokens, 2 * D});
-  fill_random(pool, 1);
+  DeviceBuffer pool(alloc, static_cast<size_t>(slots * slot_bytes));
+  fill_random(alloc, pool.data(), s.dtype, slots * H * slot_tokens * 2 * D, 1);
   r.kv_bytes = s.batch * H * read * 2 * D * es;
   r.flops = 4.0 * static_cast<double>(s.batch * s.q_heads * s.q_tokens * (read + s.q_tokens) * D);
 
-  std::vector<float> q(static_cast<size_t>(s.batch * s.q_tokens * s.q_heads * D), 0.1f),
-      k(static_cast<size_t>(s.batch * s.q_tokens * H * D), 0.2f), v(k.size(), 0.3f), out(q.size());
-  std::vector<int32_t> q_indptr(static_cast<size_t>(s.batch + 1)), kv_indptr(q_indptr.size());
-  for (int64_t b = 0; b <= s.batch; ++b)
-    q_indptr[static_cast<size_t>(b)] = kv_indptr[static_cast<size_t>(b)] = static_cast<int32_t>(b * s.q_tokens);
-  std::vector<kernels::BoundedRowTable> table(static_cast<size_t>(s.batch));
-  std::vector<kernels::BoundedRowAddress> addr(static_cast<size_t>(s.batch));
+  const DeviceBuffer q = uploaded(alloc, std::vector<float>(static_cast<size_t>(s.batch * s.q_tokens * s.q_heads * D), 0.1f));
+  const DeviceBuffer k = uploaded(alloc, std::vector<float>(static_cast<size_t>(s.batch * s.q_tokens * H * D), 0.2f));
+  const DeviceBuffer v = uploaded(alloc, std::vector<float>(static_cast<size_t>(s.batch * s.q_tokens * H * D), 0.3f));
+  DeviceBuffer out(alloc, static_cast<size_t>(s.batch * s.q_tokens * s.q_heads * D) * sizeof(float));
+  std::vector<int32_t> indptr(static_cast<size_t>(s.batch + 1));
+  for (int64_t b = 0; b <= s.batch; ++b) indptr[static_cast<size_t>(b)] = static_cast<int32_t>(b * s.q_tokens);
+  const DeviceBuffer indptr_dev = uploaded(alloc, indptr);
+  Staged<kernels::BoundedRowTable> table;
+  Staged<kernels::BoundedRowAddress> addr;
+  table.host.resize(static_cast<size_t>(s.batch));
+  addr.host.resize(static_cast<size_t>(s.batch));
   kernels::BoundedAttentionParams p;
   p.rows = static_cast<int32_t>(s.batch);
   p.num_kv_heads = static_cast<int32_t>(H);
@@ -78,40 +108,39 @@ KernelResult bench_bounded(const KernelShape& s, Backend backend, bool cold, int
   p.mask = s.q_tokens > 1 ? kernels::StepMask::causal : kernels::StepMask::full;
   p.scale = 1.0f / std::sqrt(static_cast<float>(D));
   p.threads = s.threads;
-  p.table = table.data();
-  p.address = addr.data();
-  p.q_indptr = q_indptr.data();
-  p.kv_indptr = kv_indptr.data();
-  p.q = q.data();
+  p.q_indptr = static_cast<const int32_t*>(indptr_dev.data());
+  p.kv_indptr = p.q_indptr;
+  p.q = static_cast<const float*>(q.data());
   p.q_token_stride = s.q_heads * D;
   p.q_head_stride = D;
-  p.k = k.data();
-  p.v = v.data();
+  p.k = static_cast<const float*>(k.data());
+  p.v = static_cast<const float*>(v.data());
   p.kv_token_stride = H * D;
   p.kv_head_stride = D;
-  p.out = out.data();
+  p.out = static_cast<float*>(out.data());
   p.out_token_stride = s.q_heads * D;
   p.out_head_stride = D;
-  auto call = [&](int i) {
+  auto prepare = [&](int i) {
     for (int64_t b = 0; b < s.batch; ++b) {
       const int64_t slot = cold ? (static_cast<int64_t>(i) * s.batch + b) % slots : b;
-      auto& t = table[static_cast<size_t>(b)];
+      auto& t = table.host[static_cast<size_t>(b)];
       t = {};
       t.slot = static_cast<int32_t>(slot);
-      t.reads[0] = {0, 0, static_cast<int32_t>(s.sink)};                                  // the sink
-      t.reads[1] = {0, static_cast<int32_t>(s.sink), static_cast<int32_t>(s.kv_len)};     // the window
-      t.writes[0] = {0, 1, static_cast<int32_t>(read), static_cast<int32_t>(s.q_tokens)};  // a decode step's write
-      addr[static_cast<size_t>(b)].slot = static_cast<unsigned char*>(pool.data()) + slot * slot_bytes;
-      addr[static_cast<size_t>(b)].slot_head_stride = slot_tokens * 2 * D;
+      t.reads[0] = {0, 0, static_cast<int32_t>(s.sink)};                               // the sink
+      t.reads[1] = {0, static_cast<int32_t>(s.sink), static_cast<int32_t>(s.kv_len)};  // the window
+      addr.host[static_cast<size_t>(b)].slot = static_cast<unsigned char*>(pool.data()) + slot * slot_bytes;
+      addr.host[static_cast<size_t>(b)].slot_head_stride = slot_tokens * 2 * D;
     }
-    kernels::bounded_attention(backend, p);
+    p.table = table.upload(alloc);
+    p.address = addr.upload(alloc);
   };
-  time_calls(call, repeats, r);
+  time_calls(backend, prepare, [&](int) { kernels::bounded_attention(backend, p); }, repeats, r);
   return r;
 }
 
 KernelResult bench_ring(const KernelShape& s, Backend backend, bool cold, int repeats, int64_t llc) {
   KernelResult r{s, backend, cold};
+  Allocator& alloc = allocator_for(backend);
   const int64_t D = s.head_dim, H = s.kv_heads, T = s.q_tokens, es = static_cast<int64_t>(dtype_size(s.dtype));
   const int64_t frames = std::max<int64_t>(1, s.kv_len / T);
   const int64_t session_bytes = 2 * H * (frames + 1) * T * D * es;
@@ -126,31 +155,60 @@ KernelResult bench_ring(const KernelShape& s, Backend backend, bool cold, int re
   c.layers = {RingGeometry{frames, frames, 1}};
   c.num_sessions = sessions;
   c.dtype = s.dtype;
-  RingKVManager ring(RingKVSpec{"bench", {}, c}, RingKVOptions{backend, s.threads});
-  // Fill every session's ring so every slot is written and visible.
-  std::vector<float> one(static_cast<size_t>(H * T * D), 0.5f);
-  for (int64_t sess = 0; sess < sessions; ++sess)
-    for (int64_t f = 0; f < frames; ++f) {
-      const std::vector<int64_t> pos{f};
-      (void)ring.upsert(0, RingPlan{{static_cast<int32_t>(sess)}}, f32_view(one.data(), Shape{1, H, T, D}),
-                        f32_view(one.data(), Shape{1, H, T, D}), pos, UpsertOptions{true, false});
+  RingKVManager ring(RingKVSpec{"bench", {}, c}, ResourceOptions{backend, s.threads});
+  const DeviceBuffer k = uploaded(alloc, std::vector<float>(static_cast<size_t>(s.batch * T * H * D), 0.25f));
+  const DeviceBuffer q = uploaded(alloc, std::vector<float>(static_cast<size_t>(s.batch * T * s.q_heads * D), 0.1f));
+  DeviceBuffer out(alloc, static_cast<size_t>(s.batch * T * s.q_heads * D) * sizeof(float));
+  const Device dev = alloc.device();
+  auto kv_view = [&](int64_t rows) {
+    return ConstTensorView{k.data(), DType::f32, Shape{rows * T, H, D}, Shape{H * D, D, 1}, dev};
+  };
+  // One session per request; each request's clock moves on every call.
+  std::vector<int64_t> next(static_cast<size_t>(sessions), 0);
+  for (int64_t i = 0; i < sessions; ++i) ring.ingest_request(fmt::format("s{}", i));
+  auto step_of = [&](const std::vector<int64_t>& ids, Step& st, StepContext& ctx) {
+    st = {};
+    ctx = {};
+    for (int64_t id : ids) {
+      const std::string rid = fmt::format("s{}", id);
+      st.segments.push_back({rid, "frame", T});
+      st.frames[rid] = next[static_cast<size_t>(id)];
+      ctx.add_rows(rid, 1);
     }
+    if (!ring.admit(st, ctx).ok()) throw InputError("bench ring: a step was refused");
+    ring.plan(st, ctx);
+  };
+  // Fill every session's ring so every slot is written and visible: one
+  // step per frame, up to `batch` sessions a step (the buffers above hold
+  // that many rows).
+  Step st;
+  StepContext ctx;
+  for (int64_t first = 0; first < sessions; first += s.batch) {
+    std::vector<int64_t> ids;
+    for (int64_t id = first; id < std::min(sessions, first + s.batch); ++id) ids.push_back(id);
+    for (int64_t f = 0; f < frames; ++f) {
+      step_of(ids, st, ctx);
+      ring.upsert(0, kv_view(static_cast<int64_t>(ids.size())), kv_view(static_cast<int64_t>(ids.size())), true);
+      ring.commit(st, ctx);
+      for (int64_t id : ids) ++next[static_cast<size_t>(id)];
+    }
+  }
   r.kv_bytes = s.batch * 2 * H * (frames + 1) * T * D * es;  // the visible ring (all but one frame) plus the new frame
   r.flops = 4.0 * static_cast<double>(s.batch * s.q_heads * T * frames * T * D);
-  std::vector<float> k(static_cast<size_t>(s.batch * H * T * D), 0.25f),
-      q(static_cast<size_t>(s.batch * T * s.q_heads * D), 0.1f), out(q.size());
-  RingPlan plan{std::vector<int32_t>(static_cast<size_t>(s.batch))};
-  std::vector<int64_t> pos(static_cast<size_t>(s.batch));
-  auto call = [&](int i) {
-    for (int64_t b = 0; b < s.batch; ++b) {
-      plan.session[static_cast<size_t>(b)] = static_cast<int32_t>(cold ? (static_cast<int64_t>(i) * s.batch + b) % sessions : b);
-      pos[static_cast<size_t>(b)] = frames + i;  // the clock moves on; the ring is always full
-    }
-    const Shape sh{s.batch, H, T, D};
-    const RingUpsert up = ring.upsert(0, plan, f32_view(k.data(), sh), f32_view(k.data(), sh), pos, UpsertOptions{true, true});
-    ring.attend(0, up, f32_view(q.data(), Shape{s.batch * T, s.q_heads, D}), f32_view(out.data(), Shape{s.batch * T, s.q_heads, D}));
+  std::vector<int64_t> batch(static_cast<size_t>(s.batch));
+  auto prepare = [&](int i) {
+    for (int64_t b = 0; b < s.batch; ++b)
+      batch[static_cast<size_t>(b)] = cold ? (static_cast<int64_t>(i) * s.batch + b) % sessions : b;
+    step_of(batch, st, ctx);
   };
-  time_calls(call, repeats, r);
+  auto call = [&](int) {
+    ring.upsert(0, kv_view(s.batch), kv_view(s.batch), true);
+    ring.attend(0, ConstTensorView{q.data(), DType::f32, Shape{s.batch * T, s.q_heads, D}, Shape{s.q_heads * D, D, 1}, dev},
+                TensorView{out.data(), DType::f32, Shape{s.batch * T, s.q_heads, D}, Shape{s.q_heads * D, D, 1}, dev});
+    ring.commit(st, ctx);  // the clocks move on; the ring is always full
+    for (int64_t id : batch) ++next[static_cast<size_t>(id)];
+  };
+  time_calls(backend, prepare, call, repeats, r);
   return r;
 }
 

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include "config/yaml_read.h"
 #include "config/yaml_source.h"
 #include "core/errors.h"
 
@@ -91,6 +90,21 @@ bool read_backend(const YAML::Node& n, YamlContext& ctx, Backend& out) {
   return true;
 }
 
+// Patches what a deployment may tune (one field per resource type) and
+// validates the result.
+template <class Spec>
+void patch(Spec& spec, const std::string& path, int64_t value, const YAML::Node& at, YamlContext& ctx) {
+  Spec patched = spec;
+  if constexpr (std::is_same_v<Spec, BoundedKVSpec>) patched.config.max_slots = value;
+  else patched.config.num_sessions = value;
+  try {
+    patched.config.validate(fmt::format("resource '{}'", spec.resource_key));
+    spec = patched;
+  } catch (const ConfigError& err) {
+    ctx.error(at, fmt::format("{}: {}", path, err.what()));
+  }
+}
+
 void apply_overrides(const MapEntries& overrides, YamlContext& ctx, ModelManifest& m) {
   for (const auto& [key, block] : overrides.items) {
     ResourceDecl* decl = nullptr;
@@ -120,11 +134,7 @@ void apply_overrides(const MapEntries& overrides, YamlContext& ctx, ModelManifes
       }
       int64_t value = 0;
       if (!read_yaml(v, ctx, path, value, Range{1, INT32_MAX - 1})) continue;
-      try {
-        std::visit([&](auto& spec) { spec.apply_overrides(value); }, decl->spec);
-      } catch (const ConfigError& err) {
-        ctx.error(v, fmt::format("{}: {}", path, err.what()));
-      }
+      std::visit([&](auto& spec) { patch(spec, path, value, v, ctx); }, decl->spec);
     }
   }
 }
@@ -132,7 +142,8 @@ void apply_overrides(const MapEntries& overrides, YamlContext& ctx, ModelManifes
 }  // namespace
 
 std::optional<ResolvedDeployment> resolve_deployment(const std::filesystem::path& path,
-                                                     const std::vector<SetOverride>& sets, Diagnostics& diags) {
+                                                     const std::vector<SetOverride>& sets, Diagnostics& diags,
+                                                     const WorkloadReader& workload) {
   const size_t before = diags.all().size();
   const std::string label = path.string();
   auto root = load_yaml_file(path, label, diags);
@@ -164,7 +175,13 @@ std::optional<ResolvedDeployment> resolve_deployment(const std::filesystem::path
     return std::nullopt;
   }
   if (overrides) apply_overrides(*overrides, ctx, *model);
-  if (const YAML::Node* n = top->find("workload")) read_workload(*n, ctx, *model, path.parent_path(), d.workload);
+  if (const YAML::Node* n = top->find("workload")) {
+    if (!workload) {
+      ctx.error(*n, "workload: this program runs no workload");
+    } else if (auto w = workload(*n, ctx, *model, path.parent_path())) {
+      d.workload = std::move(*w);
+    }
+  }
   if (d.kv_dtype)
     for (auto& r : model->resources)
       std::visit(

@@ -10,19 +10,22 @@
 //   resources:
 //     voice_kv: {max_slots: 8}         # bounded_kv: max_slots; ring_kv: num_sessions
 //   scheduler: {max_batch: 16}
-//   workload: {...}                    # voices and requests (config/workload.h)
+//   workload: {...}                    # voices and requests, read by the engine (docs/running.md)
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "backend.h"
 #include "config/diagnostics.h"
-#include "config/fields.h"
-#include "config/workload.h"
-#include "models/manifest.h"
+#include "config/manifest.h"
+#include "config/yaml_read.h"
+#include "core/fields.h"
 
 namespace mstar {
 
@@ -42,7 +45,10 @@ struct Deployment {
   std::optional<DType> kv_dtype;
   int64_t threads = 1;
   SchedulerSettings scheduler;
-  Workload workload;
+  // The work to run, as the engine read it from the `workload` block: voices
+  // (name -> token ids), program settings and request objects (the same
+  // JSON objects `mstar-run --requests` reads).
+  nlohmann::json workload = nlohmann::json::object();
 };
 
 // A deployment with its manifest loaded and its overrides applied.
@@ -60,9 +66,16 @@ struct SetOverride {
 // Splits "a.b=c"; throws ConfigError for a malformed one (a usage error).
 SetOverride parse_set(const std::string& arg);
 
+// Reads a deployment's `workload` block, whose form depends on the model's
+// task (the engine knows it); reports problems through ctx and returns
+// nullopt when there were any.
+using WorkloadReader = std::function<std::optional<nlohmann::json>(
+    const YAML::Node& block, YamlContext& ctx, const ModelManifest& model, const std::filesystem::path& config_dir)>;
+
 // Everything wrong goes to diags (all of it, with places); nullopt when
-// anything was.
+// anything was. Without a workload reader a `workload` block is an error.
 std::optional<ResolvedDeployment> resolve_deployment(const std::filesystem::path& path,
-                                                     const std::vector<SetOverride>& sets, Diagnostics& diags);
+                                                     const std::vector<SetOverride>& sets, Diagnostics& diags,
+                                                     const WorkloadReader& workload = {});
 
 }  // namespace mstar

@@ -14,7 +14,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "config/fields.h"
+#include "core/fields.h"
 #include "core/dtype.h"
 #include "core/errors.h"
 

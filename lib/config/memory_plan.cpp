@@ -5,7 +5,7 @@
 #include "config/bounded_kv_json.h"
 #include "config/json_fields.h"
 #include "config/ring_kv_json.h"
-#include "models/tensors.h"
+#include "resources/bounded_kv/memory.h"
 #include "resources/ring_kv/memory.h"
 
 namespace mstar {
@@ -20,23 +20,24 @@ json geometry_json(const RingGeometry& g) {
 
 json bounded_json(const BoundedKVSpec& s) {
   const BoundedKVConfig& c = s.config;
-  const auto per_slot = c.slot_bytes_per_layer() * static_cast<std::size_t>(c.num_layers);
+  const BoundedKVMemory m = memory_report(c);
   return json{{"resource_key", s.resource_key},
               {"type", "bounded_kv"},
               {"layers", c.num_layers},
               {"config", to_json(c)},
-              {"slot_tokens", c.slot_tokens()},
-              {"sink_capacity", c.sink_capacity()},
-              {"window_capacity", c.window_capacity()},
+              {"slot_tokens", m.slot_tokens},
+              {"sink_capacity", m.sink_tokens},
+              {"window_capacity", m.window_tokens},
+              {"scratch_tokens", m.scratch_tokens},
               {"max_retained_per_request", c.max_retained()},
               {"slots", c.max_slots},
-              {"bytes_per_slot", per_slot},
-              {"total_bytes", c.pool_bytes()}};
+              {"bytes_per_slot", m.bytes_per_slot},
+              {"total_bytes", m.total_bytes}};
 }
 
 json ring_json(const RingKVSpec& s) {
   const RingKVConfig& c = s.config;
-  const RingMemoryReport rep = ring_memory(c);
+  const RingKVMemory rep = memory_report(c);
   json groups = json::array();
   for (const auto& g : rep.groups)
     groups.push_back(json{{"kind", g.kind},
@@ -61,11 +62,14 @@ std::string bytes(uint64_t b) {
   return fmt::format("{}", b);
 }
 
-json workload_json(const Workload& w) {
+// What the workload holds, not its contents: voices by length, the request count, the settings.
+json workload_json(const json& w) {
   json voices = json::object();
-  for (const auto& v : w.voices) voices[v.name] = v.tokens.size();
-  return json{{"requests", w.requests.size()}, {"voices", voices}, {"chunk_tokens", w.chunk_tokens},
-              {"guidance_scale", w.guidance_scale}};
+  if (w.contains("voices"))
+    for (const auto& [name, tokens] : w["voices"].items()) voices[name] = tokens.size();
+  json out{{"requests", w.contains("requests") ? w["requests"].size() : 0}, {"voices", voices}};
+  if (w.contains("settings")) out.update(w["settings"]);
+  return out;
 }
 
 }  // namespace
@@ -73,12 +77,10 @@ json workload_json(const Workload& w) {
 json memory_plan_json(const ResolvedDeployment& r) {
   const ModelManifest& m = r.model;
   const Deployment& d = r.deployment;
-  json arch = config_to_json(m.arch.common);
-  if (m.kind == ModelKind::tts) arch.update(config_to_json(m.arch.tts));
-  else arch.update(config_to_json(m.arch.world));
-  const std::size_t wbytes = weights_bytes(m.kind, m.arch, m.weights.dtype);
-  json weights{{"dtype", std::string(to_string(m.weights.dtype))}, {"bytes", wbytes},
-               {"tensors", expected_tensors(m.kind, m.arch).size()}};
+  const std::vector<TensorSpec> tensors = m.arch->tensors();
+  std::size_t wbytes = 0;
+  for (const TensorSpec& t : tensors) wbytes += static_cast<std::size_t>(t.numel()) * dtype_size(m.weights.dtype);
+  json weights{{"dtype", std::string(to_string(m.weights.dtype))}, {"bytes", wbytes}, {"tensors", tensors.size()}};
   if (m.weights.dummy_seed) weights["dummy_seed"] = *m.weights.dummy_seed;
   else weights["file"] = m.weights.file;
   json resources = json::array();
@@ -96,8 +98,8 @@ json memory_plan_json(const ResolvedDeployment& r) {
   return json{{"config", d.path.string()},
               {"model", json{{"path", m.path.lexically_normal().string()},
                              {"name", m.name},
-                             {"kind", std::string(to_string(m.kind))},
-                             {"architecture", arch},
+                             {"kind", m.family->name},
+                             {"architecture", m.arch->to_json()},
                              {"weights", weights}}},
               {"deployment", json{{"backend", std::string(to_string(d.backend))},
                                   {"threads", d.threads},
@@ -139,9 +141,10 @@ std::string memory_plan_text(const json& p) {
       RetentionRule rule;
       read_json(c["retention"], "plan", "retention", rule);
       o += fmt::format("  retention {}\n", rule);
-      o += fmt::format("  per request retains at most {} entries; a slot holds {} (sink {} + window {})\n",
+      o += fmt::format("  per request retains at most {} entries; a slot holds {} (sink {} + window {} + scratch {})\n",
                        r["max_retained_per_request"].get<int64_t>(), r["slot_tokens"].get<int64_t>(),
-                       r["sink_capacity"].get<int64_t>(), r["window_capacity"].get<int64_t>());
+                       r["sink_capacity"].get<int64_t>(), r["window_capacity"].get<int64_t>(),
+                       r["scratch_tokens"].get<int64_t>());
       o += fmt::format("  bytes     {} per slot x {} slots = {}\n", bytes(r["bytes_per_slot"].get<uint64_t>()),
                        r["slots"].get<int64_t>(), bytes(r["total_bytes"].get<uint64_t>()));
     } else {

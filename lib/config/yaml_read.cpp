@@ -25,6 +25,12 @@ const YAML::Node* MapEntries::find(const std::string& key) const {
   return nullptr;
 }
 
+const YAML::Node* MapEntries::key_node(const std::string& key) const {
+  for (size_t i = 0; i < items.size(); ++i)
+    if (items[i].first == key) return &key_nodes[i];
+  return nullptr;
+}
+
 std::string describe(const YAML::Node& n) {
   if (!n || n.IsNull()) return "nothing";
   if (n.IsMap()) return "a mapping";
@@ -62,6 +68,7 @@ std::optional<MapEntries> walk_map(const YAML::Node& n, YamlContext& ctx, const 
       continue;
     }
     out.items.emplace_back(key, kv.second);
+    out.key_nodes.push_back(kv.first);
   }
   return out;
 }
@@ -121,9 +128,7 @@ bool read_yaml(const YAML::Node& n, YamlContext& ctx, const std::string& path, D
     return false;
   }
   const std::string& s = n.Scalar();
-  if (s == "f32") out = DType::f32;
-  else if (s == "f16") out = DType::f16;
-  else if (s == "bf16") out = DType::bf16;
+  if (auto t = find_dtype(s)) out = *t;
   else {
     const std::string near = did_you_mean(s, {"f32", "f16", "bf16"});
     ctx.error(n, fmt::format("{}: unknown dtype '{}' (expected f32, f16 or bf16){}", path, s,

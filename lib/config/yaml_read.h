@@ -13,8 +13,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include "config/diagnostics.h"
-#include "config/fields.h"
 #include "core/dtype.h"
+#include "core/fields.h"
 
 namespace mstar {
 
@@ -43,7 +43,9 @@ class YamlContext {
 struct MapEntries {
   YAML::Node node;
   std::vector<std::pair<std::string, YAML::Node>> items;
+  std::vector<YAML::Node> key_nodes;  // [items]: where each key is written
   const YAML::Node* find(const std::string& key) const;
+  const YAML::Node* key_node(const std::string& key) const;
 };
 std::optional<MapEntries> read_map(const YAML::Node& n, YamlContext& ctx, const std::string& path,
                                    const std::vector<std::string>& allowed);

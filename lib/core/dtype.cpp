@@ -4,19 +4,39 @@
 
 namespace mstar {
 
-std::string_view to_string(DType t) {
-  switch (t) {
-    case DType::f32: return "f32";
-    case DType::f16: return "f16";
-    case DType::bf16: return "bf16";
-  }
-  return "?";
+namespace {
+
+struct Spelling {
+  DType dtype;
+  std::string_view mstar, torch, safetensors;
+};
+constexpr Spelling kSpellings[] = {
+    {DType::f32, "f32", "float32", "F32"},
+    {DType::f16, "f16", "float16", "F16"},
+    {DType::bf16, "bf16", "bfloat16", "BF16"},
+};
+
+const Spelling& spelling(DType t) {
+  for (const Spelling& s : kSpellings)
+    if (s.dtype == t) return s;
+  MSTAR_ASSERT(false, "a DType without spellings");
+  return kSpellings[0];
+}
+
+}  // namespace
+
+std::string_view to_string(DType t) { return spelling(t).mstar; }
+
+std::string_view safetensors_name(DType t) { return spelling(t).safetensors; }
+
+std::optional<DType> find_dtype(std::string_view text) {
+  for (const Spelling& s : kSpellings)
+    if (text == s.mstar || text == s.torch || text == s.safetensors) return s.dtype;
+  return std::nullopt;
 }
 
 DType parse_dtype(std::string_view text, std::string_view what) {
-  if (text == "f32" || text == "float32") return DType::f32;
-  if (text == "f16" || text == "float16") return DType::f16;
-  if (text == "bf16" || text == "bfloat16") return DType::bf16;
+  if (auto t = find_dtype(text)) return *t;
   throw ConfigError(fmt::format("{}: unknown dtype '{}' (expected f32, f16 or bf16)", what, text));
 }
 

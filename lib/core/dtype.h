@@ -4,6 +4,7 @@
 // is read or written.
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -15,8 +16,16 @@ enum class DType : uint8_t { f32, f16, bf16 };
 
 constexpr std::size_t dtype_size(DType t) { return t == DType::f32 ? 4 : 2; }
 std::string_view to_string(DType t);
-// Throws ConfigError naming `what` and the text when it is not a dtype.
+// The one dtype parser. It takes every spelling mstar meets: its own (f32,
+// f16, bf16), PyTorch's (float32, float16, bfloat16: Hugging Face's
+// torch_dtype) and safetensors' (F32, F16, BF16). Throws ConfigError naming
+// `what` and the text when it is none of them.
 DType parse_dtype(std::string_view text, std::string_view what = "dtype");
+// nullopt when the text is no spelling of a dtype (callers that report the
+// problem themselves, with a place).
+std::optional<DType> find_dtype(std::string_view text);
+// The name safetensors headers use ("F32", "F16", "BF16").
+std::string_view safetensors_name(DType t);
 
 // IEEE binary16 via the compiler's _Float16 (GCC 12 on x86-64 lowers it to
 // F16C instructions where the target has them, a libgcc routine otherwise).

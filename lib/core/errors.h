@@ -32,13 +32,3 @@ class InputError : public std::runtime_error {
   do {                                                                   \
     if (!(cond)) ::mstar::assert_fail(#cond, __FILE__, __LINE__, (msg)); \
   } while (0)
-
-namespace mstar {
-
-// A resource's state is not what a check requires (post_warmup_validate).
-class StateError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
-}  // namespace mstar

@@ -1,9 +1,11 @@
 #pragma once
-// Running a deployment: builds the model's resources and weights, then
-// streams every request through the continuous-batching scheduler, sending
-// events (chunk, frame, done, error) as they happen.
+// Running a deployment to the end, as mstar-run and mstar-bench do: request
+// lines (the workload's, or JSON lines) submitted to an Engine at their
+// arrival step, the engine stepped until every request has ended, events
+// handed to a sink as they happen.
 #include <filesystem>
 #include <functional>
+#include <istream>
 #include <optional>
 #include <string>
 #include <vector>
@@ -11,25 +13,37 @@
 #include <nlohmann/json.hpp>
 
 #include "config/deployment.h"
-#include "engine/requests.h"
+#include "engine/engine.h"
 #include "engine/stats.h"
-#include "models/weights.h"
 
 namespace mstar {
 
-using EventSink = std::function<void(const nlohmann::json&)>;
-
-struct RunOptions {
-  // Requests to run instead of the workload's (mstar-run --requests).
-  std::optional<std::vector<RequestItem>> requests;
-  std::filesystem::path frames_dir;                   // world: write each frame's latents here
-  std::function<void(const RunStats&)> on_step;     // after every step (progress)
+// One line of requests: a request, a cancellation, or something that never
+// became either (it fails alone, with its reason).
+struct RequestLine {
+  enum class Kind : uint8_t { request, cancel, reject };
+  Kind kind = Kind::request;
+  int64_t arrival = 0;   // the scheduler step it arrives at
+  std::string id;        // the request's id, the cancelled id, or "line N"
+  nlohmann::json body;   // a request's object, without "arrival"
+  std::string message;   // why a rejected line is rejected
 };
 
-// The workload's requests as RequestItems.
-std::vector<RequestItem> workload_requests(const ResolvedDeployment& d);
+//   {"id": "r1", ..., "arrival": 0}   a request (docs/running.md)
+//   {"cancel": "r1", "arrival": 10}   a cancellation
+// A line that is not a JSON object, or whose arrival is wrong, is rejected.
+RequestLine parse_request_line(nlohmann::json j, const std::string& where);
+// Every line of `in` (blank lines skipped).
+std::vector<RequestLine> read_request_lines(std::istream& in);
+// The deployment's workload requests.
+std::vector<RequestLine> workload_lines(const ResolvedDeployment& d);
 
-RunStats run_deployment(const ResolvedDeployment& d, const Weights& weights, const RunOptions& options,
-                        const EventSink& events);
+using EventSink = std::function<void(const Event&)>;
+
+struct RunOptions {
+  std::function<void(const Engine&)> on_step;  // after every step (progress)
+};
+
+RunStats run_lines(Engine& engine, std::vector<RequestLine> lines, const RunOptions& options, const EventSink& events);
 
 }  // namespace mstar

@@ -38,6 +38,7 @@ nlohmann::json RunStats::to_json() const {
           {"host_ms", {{"p50", percentile(host_ms, 50)}, {"p95", percentile(host_ms, 95)}}},
           {"first_chunk_ms", {{"p50", percentile(first_chunk_ms, 50)}, {"p95", percentile(first_chunk_ms, 95)}}},
           {"resources", res},
+          {"weights_bytes", weights_bytes},
           {"peak_rss_bytes", peak_rss_bytes}};
 }
 
@@ -55,6 +56,7 @@ std::string RunStats::table() const {
   for (const auto& r : resources)
     o += fmt::format("{:<24} {} bytes; {} {} of {} in use at the peak\n", fmt::format("{} ({})", r.key, r.type), r.bytes,
                      r.peak_in_use, r.type == "ring_kv" ? "sessions" : "slots", r.capacity);
+  o += fmt::format("{:<24} {} bytes\n", "weights", weights_bytes);
   o += fmt::format("{:<24} {:.1f} MiB\n", "peak resident memory", static_cast<double>(peak_rss_bytes) / (1 << 20));
   return o;
 }

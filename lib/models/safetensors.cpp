@@ -1,5 +1,6 @@
 #include "models/safetensors.h"
 
+#include <algorithm>
 #include <fstream>
 
 #include <fmt/format.h>
@@ -9,20 +10,11 @@
 
 namespace mstar {
 
-std::string safetensors_dtype(DType t) {
-  switch (t) {
-    case DType::f32: return "F32";
-    case DType::f16: return "F16";
-    case DType::bf16: return "BF16";
-  }
-  return "?";
-}
-
 void write_safetensors(const std::filesystem::path& path, const std::vector<TensorData>& tensors) {
   nlohmann::json header = nlohmann::json::object();
   uint64_t offset = 0;
   for (const auto& t : tensors) {
-    header[t.name] = {{"dtype", safetensors_dtype(t.dtype)}, {"shape", t.shape}, {"data_offsets", {offset, offset + t.bytes}}};
+    header[t.name] = {{"dtype", std::string(safetensors_name(t.dtype))}, {"shape", t.shape}, {"data_offsets", {offset, offset + t.bytes}}};
     offset += t.bytes;
   }
   std::string text = header.dump();
@@ -57,9 +49,20 @@ SafetensorsHeader read_safetensors_header(const std::filesystem::path& path) {
   if (!in.read(text.data(), static_cast<std::streamsize>(len)))
     throw InputError(fmt::format("{}: cannot read the {}-byte header", name, len));
   h.data_offset = 8 + len;
+  // nlohmann keeps the last of two equal keys; count them while parsing so a
+  // duplicate name is refused instead of silently dropping a tensor.
+  std::map<std::string, int> names;
+  const nlohmann::json::parser_callback_t count = [&](int depth, nlohmann::json::parse_event_t ev, nlohmann::json& k) {
+    // A header nests three deep; anything deeper is hostile (the parsed tree
+    // would be torn down recursively).
+    if (depth > 4) throw InputError(fmt::format("{}: the header nests deeper than a safetensors header", name));
+    if (depth == 1 && ev == nlohmann::json::parse_event_t::key && ++names[k.get<std::string>()] == 2)
+      throw InputError(fmt::format("{}: tensor '{}' appears twice in the header", name, k.get<std::string>()));
+    return true;
+  };
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(text);
+    j = nlohmann::json::parse(text, count);
   } catch (const nlohmann::json::exception& e) {
     throw InputError(fmt::format("{}: the header is not JSON ({})", name, e.what()));
   }
@@ -87,7 +90,47 @@ SafetensorsHeader read_safetensors_header(const std::filesystem::path& path) {
                                    data_size));
     h.tensors.emplace(key, std::move(e));
   }
+  // Two tensors over the same bytes would alias: a writer's bug, never a model.
+  std::vector<std::pair<uint64_t, std::string>> spans;
+  for (const auto& [key, e] : h.tensors)
+    if (e.end > e.begin) spans.emplace_back(e.begin, key);
+  std::sort(spans.begin(), spans.end());
+  for (size_t i = 1; i < spans.size(); ++i) {
+    const SafetensorsEntry& prev = h.tensors.at(spans[i - 1].second);
+    if (spans[i].first < prev.end)
+      throw InputError(fmt::format("{}: tensors '{}' and '{}' overlap in the data section", name, spans[i - 1].second,
+                                   spans[i].second));
+  }
   return h;
+}
+
+std::vector<std::filesystem::path> weight_files(const std::filesystem::path& path) {
+  const std::string name = path.string();
+  if (name.size() < 11 || name.compare(name.size() - 11, 11, ".index.json") != 0) return {path};
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    throw InputError(fmt::format("{}: no such shard index (or not a regular file)", name));
+  constexpr uintmax_t kMaxIndex = 64u << 20;
+  if (std::filesystem::file_size(path, ec) > kMaxIndex)
+    throw InputError(fmt::format("{}: a shard index over {} bytes", name, kMaxIndex));
+  std::ifstream in(path);
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  if (j.is_discarded() || !j.is_object())
+    throw InputError(fmt::format("{}: not a JSON object", name));
+  auto map = j.find("weight_map");
+  if (map == j.end() || !map->is_object() || map->empty())
+    throw InputError(fmt::format("{}: weight_map: expected an object of tensor name -> shard file", name));
+  std::vector<std::filesystem::path> files;
+  for (const auto& [tensor, file] : map->items()) {
+    if (!file.is_string() || file.get<std::string>().empty())
+      throw InputError(fmt::format("{}: weight_map.{}: expected a shard file name, got {}", name, tensor, file.dump()));
+    const std::filesystem::path shard = path.parent_path() / file.get<std::string>();
+    if (std::find(files.begin(), files.end(), shard) == files.end()) files.push_back(shard);
+  }
+  for (const auto& f : files)
+    if (!std::filesystem::is_regular_file(f, ec))
+      throw InputError(fmt::format("{}: names shard '{}', which is missing", name, f.filename().string()));
+  return files;
 }
 
 }  // namespace mstar

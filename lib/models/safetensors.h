@@ -1,7 +1,8 @@
 #pragma once
-// The header of a safetensors file: 8 bytes of little-endian header length,
-// then a JSON object of name -> {dtype, shape, data_offsets}. Reading it
-// checks the structure and that every tensor lies inside the file.
+// safetensors files: 8 bytes of little-endian header length, then a JSON
+// object of name -> {dtype, shape, data_offsets}, then the data. A model may
+// come in several such files, listed by a Hugging Face shard index
+// (model.safetensors.index.json: {"weight_map": {tensor: file}}).
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -36,9 +37,14 @@ struct TensorData {
 // Throws InputError when the file cannot be written.
 void write_safetensors(const std::filesystem::path& path, const std::vector<TensorData>& tensors);
 
-// Throws InputError naming the file and what is wrong.
+// Throws InputError naming the file and what is wrong: a header that is not
+// the format, a tensor outside the data section, two tensors sharing a name
+// or overlapping bytes.
 SafetensorsHeader read_safetensors_header(const std::filesystem::path& path);
-// "F32" for f32, and so on.
-std::string safetensors_dtype(DType t);
+
+// The files a weights path names: the file itself, or, for a shard index
+// (a file ending in ".index.json"), the shards it lists (relative to it),
+// each once, in order. Throws InputError naming the index and the problem.
+std::vector<std::filesystem::path> weight_files(const std::filesystem::path& path);
 
 }  // namespace mstar

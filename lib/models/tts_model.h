@@ -1,60 +1,83 @@
 #pragma once
-// The voice-prompt speech model: a causal decoder over codec tokens. A voice
-// is a prompt of codec tokens prefilled once into a bounded-KV source shared
-// by every request that speaks in it; a request prefills its own
-// conditioning tokens (causally) and then decodes one token per step under
-// the sink + window retention.
+// The "tts" family: mstar's own small voice-prompt speech model, a causal
+// decoder over codec tokens (docs/models.md). A voice is a prompt of codec
+// tokens prefilled once into a bounded-KV source shared by every request
+// that speaks in it; a request prefills its own conditioning tokens
+// (causally) and then decodes one token per step under the sink + window
+// retention.
 #include <cstdint>
+#include <memory>
 #include <vector>
 
-#include "models/manifest.h"
-#include "models/transformer.h"
-#include "models/weights.h"
-#include "resources/bounded_kv/manager.h"
+#include "models/common_architecture.h"
+#include "models/family.h"
+#include "models/model.h"
+#include "models/params.h"
+#include "models/scratch.h"
+#include "models/trunk.h"
 
 namespace mstar {
 
-enum class PositionMode : unsigned char { stream, cache };
+struct TtsFields {
+  int64_t vocab_size = 0;  // codec tokens
+  int64_t end_token = 0;   // the token that ends a stream
 
-class TtsModel {
+  static constexpr auto fields() {
+    using C = TtsFields;
+    return std::make_tuple(field("vocab_size", &C::vocab_size, Need::required, "codec vocabulary", Range{2, 1 << 20}),
+                           field("end_token", &C::end_token, Need::required, "token that ends a stream", at_least(0)));
+  }
+  bool operator==(const TtsFields&) const = default;
+};
+
+class TtsArchitecture final : public Architecture {
  public:
-  // The manifest must be of kind tts; `weights` must outlive the model.
-  TtsModel(const ModelManifest& m, const Weights& weights, Backend backend);
+  TtsArchitecture(CommonArchitecture common, TtsFields tts) : common(common), tts(tts), shape_(common.trunk()) {}
+  const TrunkShape& trunk() const override { return shape_; }
+  std::vector<TensorSpec> tensors() const override;
+  nlohmann::json to_json() const override;
+  int64_t vocab_size() const override { return tts.vocab_size; }
 
-  const Architecture& arch() const { return arch_; }
-  PositionMode positions() const { return positions_; }
-  int64_t vocab() const { return arch_.tts.vocab_size; }
-
-  // The K and V a voice prompt leaves in every layer, as a bounded source:
-  // [layers, rows, kv_heads, len, head_dim] each. Row 0 holds the prompt;
-  // with classifier-free guidance, row 1 holds the same prompt length of pad
-  // tokens (0): the unconditional stream.
-  struct SourceKV {
-    std::vector<float> k, v;
-    int64_t len = 0;
-  };
-  SourceKV prefill_source(const std::vector<int32_t>& voice, int64_t rows) const;
-
-  // One planned step through the resource: row r writes row_tokens[r]
-  // (causally among themselves); logits gets each row's last token's logits,
-  // [rows, vocab].
-  void step(BoundedKVManager& kv, const BoundedKVStep& step, const StepContext& ctx, const BoundedKVPlan& plan,
-            const std::vector<std::vector<int32_t>>& row_tokens, std::vector<float>& logits) const;
-
-  // The plain full-history path: logits after voice ++ tokens with dense
-  // causal attention over everything, no cache. For tests and checks.
-  std::vector<float> full_history_logits(const std::vector<int32_t>& voice, const std::vector<int32_t>& tokens) const;
+  CommonArchitecture common;
+  TtsFields tts;
 
  private:
-  void embed(const std::vector<int32_t>& tokens, std::vector<float>& x) const;
-  void rotate(float* x, int64_t heads, double pos) const;  // every head of one token
-  void logits_of(const std::vector<float>& x, const std::vector<int64_t>& rows_last, std::vector<float>& logits) const;
-
-  Architecture arch_;
-  const Weights& w_;
-  Transformer trunk_;
-  PositionMode positions_;
-  std::vector<float> inv_freq_;
+  TrunkShape shape_;
 };
+
+enum class PositionMode : unsigned char { stream, cache };
+
+class TtsModel final : public TokenModel {
+ public:
+  // `weights` must outlive the model.
+  TtsModel(const TtsArchitecture& arch, const Weights& weights, const ModelOptions& options);
+
+  const Architecture& arch() const override { return arch_; }
+  int64_t vocab_size() const override { return arch_.tts.vocab_size; }
+  std::vector<int32_t> end_tokens() const override { return {static_cast<int32_t>(arch_.tts.end_token)}; }
+  PositionMode positions() const { return positions_; }
+
+  void prefill_source(ResourceSet& kv, int id, std::span<const int32_t> tokens, int64_t rows) override;
+  void step(ResourceSet& kv, const Step& step, const StepContext& ctx,
+            const std::vector<std::vector<int32_t>>& row_tokens, std::vector<float>& logits) override;
+
+ private:
+  // Rotates every head of `tokens` tokens ([tokens, heads, head_dim]) to their positions.
+  void rotate(float* x, int64_t tokens, int64_t heads, const int64_t* positions);
+  // Each row's last token's logits, to the host.
+  void logits_of(const float* x, const std::vector<int32_t>& last, std::vector<float>& logits);
+
+  TtsArchitecture arch_;
+  ModelOptions options_;
+  ModelParams params_;
+  Trunk trunk_;
+  PositionMode positions_;
+  const float* embed_;
+  const float* head_;
+  float* inv_freq_;  // [head_dim / 2], backend memory
+  DeviceScratch scratch_;
+};
+
+ModelFamily tts_family();
 
 }  // namespace mstar

@@ -15,30 +15,8 @@
 
 namespace mstar {
 
-namespace {
-
-uint64_t fnv1a64(const std::string& s) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
-  return h;
-}
-
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-Shape shape_of(const TensorSpec& t) {
-  switch (t.shape.size()) {
-    case 1: return Shape{t.shape[0]};
-    case 2: return Shape{t.shape[0], t.shape[1]};
-    default: throw InputError(fmt::format("tensor '{}': rank {} is not supported", t.name, t.shape.size()));
-  }
-}
-
-// A read-only memory map of a whole file, unmapped on scope exit.
+// A read-only memory map of a whole file, unmapped when the last tensor
+// viewing it goes.
 class MappedFile {
  public:
   explicit MappedFile(const std::filesystem::path& path) {
@@ -73,6 +51,21 @@ class MappedFile {
   std::size_t size_ = 0;
 };
 
+namespace {
+
+uint64_t fnv1a64(const std::string& s) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
+  return h;
+}
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
 }  // namespace
 
 float dummy_value(const TensorSpec& t, uint64_t seed, int64_t i) {
@@ -82,88 +75,102 @@ float dummy_value(const TensorSpec& t, uint64_t seed, int64_t i) {
   return u / std::sqrt(static_cast<float>(t.shape.back()));
 }
 
-Weights Weights::dummy(ModelKind kind, const Architecture& arch, uint64_t seed) {
+Weights Weights::dummy(const std::vector<TensorSpec>& specs, uint64_t seed) {
   Weights w;
-  for (const TensorSpec& t : expected_tensors(kind, arch)) {
-    HostBuffer b(DType::f32, shape_of(t));
+  for (const TensorSpec& t : specs) {
+    HostBuffer b(DType::f32, Shape{t.numel()});
     auto* p = static_cast<float*>(b.data());
     for (int64_t i = 0; i < t.numel(); ++i) p[i] = dummy_value(t, seed, i);
-    w.tensors_.emplace(t.name, std::move(b));
+    w.tensors_[t.name] = WeightTensor{DType::f32, t.shape, b.data(), b.bytes()};
+    w.owned_.push_back(std::move(b));
   }
   return w;
 }
 
-Weights Weights::load_safetensors(const std::filesystem::path& file, ModelKind kind, const Architecture& arch) {
-  const SafetensorsHeader h = read_safetensors_header(file);
-  const MappedFile map(file);
+Weights Weights::load(const std::vector<std::filesystem::path>& files, const std::vector<TensorSpec>& specs) {
+  struct Found {
+    size_t file;
+    SafetensorsEntry entry;
+  };
+  std::vector<SafetensorsHeader> headers;
+  std::map<std::string, Found> found;
+  for (size_t f = 0; f < files.size(); ++f) {
+    headers.push_back(read_safetensors_header(files[f]));
+    for (const auto& [name, e] : headers.back().tensors)
+      if (!found.emplace(name, Found{f, e}).second)
+        throw InputError(fmt::format("{}: tensor '{}' is also in {}", files[f].string(), name,
+                                     files[found.at(name).file].string()));
+  }
+  const std::string where = files.size() == 1 ? files[0].string() : fmt::format("{} (and {} more shards)",
+                                                                                   files[0].string(), files.size() - 1);
+  std::map<std::string, const TensorSpec*> wanted;
+  for (const TensorSpec& t : specs) wanted[t.name] = &t;
+  for (const auto& [name, f] : found)
+    if (!wanted.count(name))
+      throw InputError(fmt::format("{}: unexpected tensor '{}' (not part of this architecture)",
+                                   files[f.file].string(), name));
   Weights w;
-  for (const TensorSpec& t : expected_tensors(kind, arch)) {
-    auto it = h.tensors.find(t.name);
-    if (it == h.tensors.end())
-      throw InputError(fmt::format("{}: tensor '{}' is missing", file.string(), t.name));
-    const SafetensorsEntry& e = it->second;
-    DType dt;
-    if (e.dtype == "F32") dt = DType::f32;
-    else if (e.dtype == "F16") dt = DType::f16;
-    else if (e.dtype == "BF16") dt = DType::bf16;
-    else throw InputError(fmt::format("{}: tensor '{}' has dtype {} (expected F32, F16 or BF16)", file.string(), t.name, e.dtype));
+  for (const auto& file : files) w.maps_.push_back(std::make_shared<MappedFile>(file));
+  for (const TensorSpec& t : specs) {
+    auto it = found.find(t.name);
+    if (it == found.end()) throw InputError(fmt::format("{}: tensor '{}' is missing", where, t.name));
+    const std::string& file = files[it->second.file].string();
+    const SafetensorsEntry& e = it->second.entry;
+    const std::optional<DType> dt = find_dtype(e.dtype);
+    if (!dt || e.dtype != safetensors_name(*dt))
+      throw InputError(fmt::format("{}: tensor '{}' has dtype {} (expected F32, F16 or BF16)", file, t.name, e.dtype));
     if (e.shape != t.shape)
-      throw InputError(fmt::format("{}: tensor '{}' has shape [{}], expected [{}]", file.string(), t.name,
+      throw InputError(fmt::format("{}: tensor '{}' has shape [{}], expected [{}]", file, t.name,
                                    fmt::join(e.shape, ", "), fmt::join(t.shape, ", ")));
-    const uint64_t want = static_cast<uint64_t>(t.numel()) * dtype_size(dt);
+    const uint64_t want = static_cast<uint64_t>(t.numel()) * dtype_size(*dt);
     if (e.end - e.begin != want)
-      throw InputError(fmt::format("{}: tensor '{}' holds {} bytes, its shape needs {}", file.string(), t.name,
+      throw InputError(fmt::format("{}: tensor '{}' holds {} bytes, its shape needs {}", file, t.name,
                                    e.end - e.begin, want));
-    HostBuffer b(DType::f32, shape_of(t));
-    const unsigned char* src = map.data() + h.data_offset + e.begin;
-    auto* dst = static_cast<float*>(b.data());
-    for (int64_t i = 0; i < t.numel(); ++i) {
-      // The mapping need not be aligned for the element type: copy bytes.
-      if (dt == DType::f32) std::memcpy(&dst[i], src + i * 4, 4);
-      else {
-        uint16_t bits;
-        std::memcpy(&bits, src + i * 2, 2);
-        dst[i] = dt == DType::f16 ? f16_to_f32(bits) : bf16_to_f32(bits);
-      }
+    const MappedFile& map = *w.maps_[it->second.file];
+    const uint64_t at = headers[it->second.file].data_offset + e.begin;
+    MSTAR_ASSERT(at + want <= map.size(), "the header check keeps every tensor inside its file");
+    const unsigned char* src = map.data() + at;
+    if (reinterpret_cast<uintptr_t>(src) % dtype_size(*dt) != 0) {
+      // Elements must be aligned to be read in place; a file whose data
+      // offsets are not gets this tensor copied once.
+      HostBuffer b(*dt, Shape{t.numel()});
+      std::memcpy(b.data(), src, want);
+      src = static_cast<const unsigned char*>(b.data());
+      w.owned_.push_back(std::move(b));
     }
-    w.tensors_.emplace(t.name, std::move(b));
+    w.tensors_[t.name] = WeightTensor{*dt, t.shape, src, static_cast<std::size_t>(want)};
   }
   return w;
 }
 
-Weights Weights::from_manifest(const ModelManifest& m) {
-  if (m.weights.dummy_seed) return dummy(m.kind, m.arch, static_cast<uint64_t>(*m.weights.dummy_seed));
-  return load_safetensors(m.path.parent_path() / m.weights.file, m.kind, m.arch);
-}
-
-void write_weights(const Weights& w, ModelKind kind, const Architecture& arch, const std::filesystem::path& path,
-                   DType dtype) {
-  std::vector<std::vector<uint16_t>> narrow;  // moving the outer vector keeps each buffer where it is
-  std::vector<TensorData> tensors;
-  for (const auto& t : expected_tensors(kind, arch)) {
-    const float* src = w.get(t.name);
-    const auto n = static_cast<size_t>(t.numel());
-    if (dtype == DType::f32) {
-      tensors.push_back({t.name, dtype, t.shape, src, n * 4});
-      continue;
-    }
-    narrow.emplace_back(n);
-    for (size_t i = 0; i < n; ++i) narrow.back()[i] = dtype == DType::f16 ? f32_to_f16(src[i]) : f32_to_bf16(src[i]);
-    tensors.push_back({t.name, dtype, t.shape, narrow.back().data(), n * 2});
-  }
-  write_safetensors(path, tensors);
-}
-
-const float* Weights::get(const std::string& name) const {
+const WeightTensor& Weights::get(const std::string& name) const {
   auto it = tensors_.find(name);
   MSTAR_ASSERT(it != tensors_.end(), "weights: no tensor '" + name + "'");
-  return static_cast<const float*>(it->second.data());
+  return it->second;
 }
 
 std::size_t Weights::bytes() const {
   std::size_t b = 0;
-  for (const auto& [n, t] : tensors_) b += t.bytes();
+  for (const auto& [n, t] : tensors_) b += t.bytes;
   return b;
+}
+
+void write_weights(const Weights& w, const std::vector<TensorSpec>& specs, const std::filesystem::path& path,
+                   DType dtype) {
+  std::vector<std::vector<unsigned char>> converted;  // moving the outer vector keeps each buffer where it is
+  std::vector<TensorData> tensors;
+  for (const auto& t : specs) {
+    const WeightTensor& src = w.get(t.name);
+    const auto n = static_cast<size_t>(t.numel());
+    if (src.dtype == dtype) {
+      tensors.push_back({t.name, dtype, t.shape, src.data, src.bytes});
+      continue;
+    }
+    converted.emplace_back(n * dtype_size(dtype));
+    for (size_t i = 0; i < n; ++i) store_from_f32(converted.back().data(), dtype, i, load_as_f32(src.data, src.dtype, i));
+    tensors.push_back({t.name, dtype, t.shape, converted.back().data(), converted.back().size()});
+  }
+  write_safetensors(path, tensors);
 }
 
 }  // namespace mstar

@@ -1,45 +1,63 @@
 #pragma once
-// A model's weights in f32 on the host, by tensor name.
+// A model's weights on the host, by tensor name, each in the dtype it is
+// stored in: memory-mapped straight from safetensors files (no copy), or
+// made by the documented dummy initialisation. A family asks for the dtype
+// it computes in (ModelParams), and only then is a tensor converted.
 //
 // The dummy initialisation (documented so a test can rebuild it): element i
 // of tensor `name` is scale * u, with u uniform in [-1, 1) given by
 // splitmix64(fnv1a64(name) ^ (seed * 0x9E3779B97F4A7C15) + i), taking the top
-// 24 bits; scale is 1 / sqrt(fan_in) for a matrix ([out, in]: fan_in = in)
-// and norms (1-D tensors) are exactly 1.
+// 24 bits; scale is 1 / sqrt(fan_in) for a tensor of rank 2 or more ([out,
+// in]: fan_in = in, its last dimension), and 1-D tensors (norms) are exactly
+// 1. Made in f32.
 #include <cstdint>
+#include <filesystem>
 #include <map>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "core/buffer.h"
-#include "models/manifest.h"
+#include "core/dtype.h"
 #include "models/tensors.h"
 
 namespace mstar {
 
+struct WeightTensor {
+  DType dtype = DType::f32;
+  std::vector<int64_t> shape;
+  const void* data = nullptr;  // host memory (a mapping or an owned buffer)
+  std::size_t bytes = 0;
+};
+
+class MappedFile;
+
 class Weights {
  public:
-  // The manifest's weights: the dummy initialisation or its safetensors
-  // file, read through a memory map. Throws InputError naming the tensor
-  // (missing, wrong dtype, wrong shape) or the file.
-  static Weights from_manifest(const ModelManifest& m);
-  static Weights dummy(ModelKind kind, const Architecture& arch, uint64_t seed);
-  static Weights load_safetensors(const std::filesystem::path& file, ModelKind kind, const Architecture& arch);
+  static Weights dummy(const std::vector<TensorSpec>& specs, uint64_t seed);
+  // The tensors `specs` names, from safetensors `files` (several for a
+  // sharded model), memory-mapped. Throws InputError naming the file and the
+  // tensor: missing, unexpected, of a dtype other than F32/F16/BF16, of
+  // another shape, or holding the wrong number of bytes.
+  static Weights load(const std::vector<std::filesystem::path>& files, const std::vector<TensorSpec>& specs);
 
-  // The tensor's f32 data. The name must be one of expected_tensors().
-  const float* get(const std::string& name) const;
-  const std::map<std::string, HostBuffer>& all() const { return tensors_; }
+  const WeightTensor& get(const std::string& name) const;
+  bool has(const std::string& name) const { return tensors_.count(name) != 0; }
+  const std::map<std::string, WeightTensor>& all() const { return tensors_; }
+  // Bytes of every tensor as stored.
   std::size_t bytes() const;
 
  private:
-  std::map<std::string, HostBuffer> tensors_;  // each [shape...] f32
+  std::vector<std::shared_ptr<MappedFile>> maps_;
+  std::vector<HostBuffer> owned_;
+  std::map<std::string, WeightTensor> tensors_;
 };
-
-// Writes the weights to a safetensors file in `dtype`, with the tensor names
-// and shapes the architecture expects.
-void write_weights(const Weights& w, ModelKind kind, const Architecture& arch, const std::filesystem::path& path,
-                   DType dtype);
 
 // The value the dummy initialisation gives element i of a tensor.
 float dummy_value(const TensorSpec& t, uint64_t seed, int64_t i);
+
+// Writes the weights named by `specs` to one safetensors file in `dtype`.
+void write_weights(const Weights& w, const std::vector<TensorSpec>& specs, const std::filesystem::path& path,
+                   DType dtype);
 
 }  // namespace mstar

@@ -1,109 +1,173 @@
 #include "models/world_model.h"
 
 #include <cmath>
-#include <cstring>
+
+#include <fmt/format.h>
 
 #include "core/errors.h"
-#include "models/ops.h"
+#include "ops.h"
 #include "rope.h"
 
 namespace mstar {
 
-WorldModel::WorldModel(const ModelManifest& m, const Weights& weights, Backend backend)
-    : arch_(m.arch), w_(weights), trunk_(m.arch.common, weights, backend) {
-  MSTAR_ASSERT(m.kind == ModelKind::world, "WorldModel needs a world manifest");
-  const auto theta = static_cast<double>(m.arch.common.rope_theta);
-  const auto& w = m.arch.world;
-  inv_time_ = rope_inv_freq(static_cast<int32_t>(2 * w.rope_time), theta);
-  inv_height_ = rope_inv_freq(static_cast<int32_t>(2 * w.rope_height), theta);
-  inv_width_ = rope_inv_freq(static_cast<int32_t>(2 * w.rope_width), theta);
-}
+namespace {
 
-// 3-D rotary positions: the head's rotary pairs are split into time (the
-// frame's clock), height and width (the token's place in the frame grid).
-void WorldModel::rotate(float* x, int64_t heads, int64_t frame, int64_t token) const {
-  const auto& w = arch_.world;
-  const auto hd = static_cast<int32_t>(arch_.common.head_dim), half = hd / 2;
-  const auto rt = static_cast<int32_t>(w.rope_time), rh = static_cast<int32_t>(w.rope_height),
-             rw = static_cast<int32_t>(w.rope_width);
-  const auto row = static_cast<double>(token / w.frame_width), col = static_cast<double>(token % w.frame_width);
-  for (int64_t h = 0; h < heads; ++h) {
-    float* v = x + h * hd;
-    rotate_pairs(v, 0, half, rt, static_cast<double>(frame), inv_time_.data());
-    rotate_pairs(v, rt, half, rh, row, inv_height_.data());
-    rotate_pairs(v, rt + rh, half, rw, col, inv_width_.data());
+enum Use : int { kTime, kHeight, kWidth, kPos, kX, kPred, kLatents, kControls, kControlW, kNoise, kNormed, kOut };
+
+std::unique_ptr<Architecture> read_world(ArchitectureInput& in) {
+  FieldSource& src = in.fields;
+  CommonArchitecture c;
+  WorldFields w;
+  const bool common_ok = read_common_architecture(src, c);
+  bool ok = read_declared(src, w) && common_ok;
+  if (!ok) return nullptr;
+  if (c.positions == "cache") {
+    src.error("positions", fmt::format("{}: cache positions are offered for tts models (bounded KV) only",
+                                       src.path("positions")));
+    ok = false;
   }
+  if (w.frame_height * w.frame_width != w.tokens_per_frame) {
+    src.error("tokens_per_frame", fmt::format("{} {} must equal frame_height {} x frame_width {}",
+                                              src.path("tokens_per_frame"), w.tokens_per_frame, w.frame_height,
+                                              w.frame_width));
+    ok = false;
+  }
+  if (c.head_dim % 2 != 0 || w.rope_time + w.rope_height + w.rope_width != c.head_dim / 2) {
+    src.error("rope_time", fmt::format("{}: rope_time {} + rope_height {} + rope_width {} must equal head_dim / 2 = {} "
+                                       "(head_dim {} must be even)",
+                                       src.where(), w.rope_time, w.rope_height, w.rope_width, c.head_dim / 2,
+                                       c.head_dim));
+    ok = false;
+  }
+  if (!ok) return nullptr;
+  return std::make_unique<WorldArchitecture>(c, w);
 }
 
-void WorldModel::pass(int64_t B, std::span<const int64_t> frame_pos, const float* latents, const float* controls,
-                      float noise, const FrameAttention& attend, std::vector<float>& out) const {
+}  // namespace
+
+std::vector<TensorSpec> WorldArchitecture::tensors() const {
+  const auto& c = common;
+  std::vector<TensorSpec> t;
+  t.push_back({"latent_in.weight", {c.width, world.latent_channels}});
+  if (world.control_dim > 0) t.push_back({"control_in.weight", {c.width, world.control_dim}});
+  append_trunk_tensors(c, t);
+  t.push_back({"latent_out.weight", {world.latent_channels, c.width}});
+  return t;
+}
+
+nlohmann::json WorldArchitecture::to_json() const {
+  nlohmann::json j = common_json(common);
+  for_each_field<WorldFields>([&](const auto& d) { j[std::string(d.name)] = world.*(d.member); });
+  return j;
+}
+
+WorldModel::WorldModel(const WorldArchitecture& arch, const Weights& weights, const ModelOptions& options)
+    : arch_(arch),
+      options_(options),
+      params_(weights, options.backend),
+      trunk_(arch.trunk(), params_, inhouse_names, "final_norm.weight", DType::f32, options),
+      scratch_(allocator_for(options.backend)) {
+  const auto theta = static_cast<double>(arch.common.rope_theta);
+  const auto& w = arch.world;
+  inv_time_ = scratch_.upload<float>(kTime, rope_inv_freq(static_cast<int32_t>(2 * w.rope_time), theta));
+  inv_height_ = scratch_.upload<float>(kHeight, rope_inv_freq(static_cast<int32_t>(2 * w.rope_height), theta));
+  inv_width_ = scratch_.upload<float>(kWidth, rope_inv_freq(static_cast<int32_t>(2 * w.rope_width), theta));
+}
+
+void WorldModel::pass(ResourceSet& kv, int64_t B, const float* latents, const float* controls, float noise,
+                      bool commit, float* out) {
   const auto& a = arch_.common;
   const auto& w = arch_.world;
-  const int64_t T = w.tokens_per_frame, C = w.latent_channels, W = a.width, n = B * T;
-  std::vector<float> x(static_cast<size_t>(n * W));
-  ops::matmul(trunk_.backend(), {latents, n, C, w_.get("latent_in.weight"), W, x.data()});
+  const Backend b = options_.backend;
+  const int64_t T = w.tokens_per_frame, C = w.latent_channels, W = a.width, n = B * T, hd = a.head_dim;
+  float* x = scratch_.get<float>(kX, static_cast<size_t>(n * W));
+  trunk_.project(latents, n, C, params_.f32("latent_in.weight"), DType::f32, W, x);
   if (w.control_dim > 0) {
-    std::vector<float> c(static_cast<size_t>(B * W));
-    ops::matmul(trunk_.backend(), {controls, B, w.control_dim, w_.get("control_in.weight"), W, c.data()});
-    for (int64_t t = 0; t < n; ++t)
-      for (int64_t i = 0; i < W; ++i) x[static_cast<size_t>(t * W + i)] += c[static_cast<size_t>((t / T) * W + i)];
+    float* c = scratch_.get<float>(kControlW, static_cast<size_t>(B * W));
+    trunk_.project(controls, B, w.control_dim, params_.f32("control_in.weight"), DType::f32, W, c);
+    kernels::add_rows(b, {n, W, T, x, c});
   }
   // The noise level, as a fixed sinusoid added to every token.
-  for (int64_t t = 0; t < n; ++t)
-    for (int64_t i = 0; i < W; ++i)
-      x[static_cast<size_t>(t * W + i)] += 0.1f * std::sin(noise * static_cast<float>(i + 1));
-  const int64_t hd = a.head_dim;
+  std::vector<float> level(static_cast<size_t>(W));
+  for (int64_t i = 0; i < W; ++i) level[static_cast<size_t>(i)] = 0.1f * std::sin(noise * static_cast<float>(i + 1));
+  kernels::add_rows(b, {n, W, n, x, scratch_.upload<float>(kNoise, level)});
+  const Device dev = scratch_.allocator().device();
   trunk_.run(x, n, [&](int64_t l, float* q, float* k, float* v, float* o) {
-    for (int64_t t = 0; t < n; ++t) {
-      const int64_t f = frame_pos[static_cast<size_t>(t / T)];
-      rotate(q + t * a.heads * hd, a.heads, f, t % T);
-      rotate(k + t * a.kv_heads * hd, a.kv_heads, f, t % T);  // the ring caches rotated keys
-    }
-    attend(l, q, k, v, o);
+    // 3-D rotary positions: the head's pairs split into time (the frame's
+    // clock), height and width (the token's place in the frame grid).
+    auto rot = [&](float* t, int64_t heads) {
+      kernels::RopeParams p;
+      p.tokens = n;
+      p.heads = static_cast<int32_t>(heads);
+      p.head_dim = static_cast<int32_t>(hd);
+      p.x = t;
+      p.token_stride = heads * hd;
+      p.head_stride = hd;
+      p.sections = 3;
+      const auto rt = static_cast<int32_t>(w.rope_time), rh = static_cast<int32_t>(w.rope_height);
+      p.section[0] = {0, rt, inv_time_};
+      p.section[1] = {rt, rh, inv_height_};
+      p.section[2] = {rt + rh, static_cast<int32_t>(w.rope_width), inv_width_};
+      p.positions = positions_;
+      p.threads = options_.threads;
+      kernels::rope(b, p);
+    };
+    rot(q, a.heads);
+    rot(k, a.kv_heads);  // the ring caches rotated keys
+    auto [ring, local] = kv.layer<RingKVManager>(l);
+    const Shape kv_shape{n, a.kv_heads, hd}, kv_strides{a.kv_heads * hd, hd, 1};
+    ring.upsert(local, ConstTensorView{k, DType::f32, kv_shape, kv_strides, dev},
+                ConstTensorView{v, DType::f32, kv_shape, kv_strides, dev}, commit);
+    const Shape q_shape{n, a.heads, hd}, q_strides{a.heads * hd, hd, 1};
+    ring.attend(local, ConstTensorView{q, DType::f32, q_shape, q_strides, dev}, TensorView{o, DType::f32, q_shape, q_strides, dev});
   });
-  std::vector<float> normed;
+  float* normed = scratch_.get<float>(kNormed, static_cast<size_t>(n * W));
   trunk_.final_norm(x, n, normed);
-  out.resize(static_cast<size_t>(n * C));
-  ops::matmul(trunk_.backend(), {normed.data(), n, W, w_.get("latent_out.weight"), C, out.data()});
+  trunk_.project(normed, n, W, params_.f32("latent_out.weight"), DType::f32, C, out);
 }
 
-std::vector<float> WorldModel::generate(int64_t B, std::span<const int64_t> frame_pos, const std::vector<float>& noise,
-                                        const float* controls, const AttentionFactory& attention) const {
-  const int64_t steps = arch_.world.denoise_steps;
-  std::vector<float> x = noise, pred;
+std::vector<float> WorldModel::generate(ResourceSet& kv, std::span<const int64_t> frame_pos,
+                                        const std::vector<float>& noise, const std::vector<float>& controls) {
+  const auto& w = arch_.world;
+  const Backend b = options_.backend;
+  const auto B = static_cast<int64_t>(frame_pos.size());
+  const int64_t T = w.tokens_per_frame, C = w.latent_channels, steps = w.denoise_steps;
+  MSTAR_ASSERT(static_cast<int64_t>(noise.size()) == B * T * C, "noise is [B, T, C]");
+  MSTAR_ASSERT(static_cast<int64_t>(controls.size()) == B * w.control_dim, "controls are [B, control_dim]");
+  std::vector<int64_t> pos(static_cast<size_t>(B * T * 3));
+  for (int64_t t = 0; t < B * T; ++t) {
+    pos[static_cast<size_t>(3 * t)] = frame_pos[static_cast<size_t>(t / T)];
+    pos[static_cast<size_t>(3 * t + 1)] = (t % T) / w.frame_width;
+    pos[static_cast<size_t>(3 * t + 2)] = (t % T) % w.frame_width;
+  }
+  positions_ = scratch_.upload<int64_t>(kPos, pos);
+  float* x = scratch_.upload<float>(kLatents, noise);
+  const float* c = scratch_.upload<float>(kControls, controls);
+  float* pred = scratch_.get<float>(kPred, noise.size());
+  const int64_t numel = B * T * C;
   for (int64_t s = 0; s < steps; ++s) {
     const float level = 1.0f - static_cast<float>(s) / static_cast<float>(steps);
-    pass(B, frame_pos, x.data(), controls, level, attention(false), pred);
-    const float step = 1.0f / static_cast<float>(steps - s);  // Euler toward the prediction; the last step lands on it
-    for (size_t i = 0; i < x.size(); ++i) x[i] += (pred[i] - x[i]) * step;
+    pass(kv, B, x, c, level, false, pred);
+    // Euler toward the prediction; the last step lands on it.
+    kernels::lerp(b, {numel, x, pred, 1.0f / static_cast<float>(steps - s)});
   }
-  pass(B, frame_pos, x.data(), controls, 0.0f, attention(true), pred);  // commits the clean frame
-  return x;
+  pass(kv, B, x, c, 0.0f, true, pred);  // commits the clean frame
+  std::vector<float> out(static_cast<size_t>(numel));
+  scratch_.allocator().copy_to_host(out.data(), x, out.size() * sizeof(float));
+  return out;
 }
 
-WorldModel::AttentionFactory WorldModel::ring_attention(RingKVManager& kv, const RingPlan& plan,
-                                                        std::span<const int64_t> frame_pos) const {
-  return [this, &kv, &plan, frame_pos](bool commit) -> FrameAttention {
-    return [this, &kv, &plan, frame_pos, commit](int64_t l, const float* q, const float* k, const float* v, float* o) {
-      const auto& a = arch_.common;
-      const int64_t T = arch_.world.tokens_per_frame, hd = a.head_dim, kvh = a.kv_heads;
-      const auto B = static_cast<int64_t>(plan.session.size());
-      // [B*T, kvh, hd] -> [B, kvh, T, hd], the ring's upsert layout.
-      std::vector<float> kk(static_cast<size_t>(B * T * kvh * hd)), vv(kk.size());
-      for (int64_t b = 0; b < B; ++b)
-        for (int64_t t = 0; t < T; ++t)
-          for (int64_t h = 0; h < kvh; ++h) {
-            const size_t src = static_cast<size_t>(((b * T + t) * kvh + h) * hd);
-            const size_t dst = static_cast<size_t>(((b * kvh + h) * T + t) * hd);
-            std::memcpy(&kk[dst], k + src, static_cast<size_t>(hd) * sizeof(float));
-            std::memcpy(&vv[dst], v + src, static_cast<size_t>(hd) * sizeof(float));
-          }
-      const RingUpsert up = kv.upsert(l, plan, f32_view(kk.data(), Shape{B, kvh, T, hd}),
-                                      f32_view(vv.data(), Shape{B, kvh, T, hd}), frame_pos, UpsertOptions{commit, true});
-      kv.attend(l, up, ConstTensorView{q, DType::f32, Shape{B * T, a.heads, hd}, Shape{a.heads * hd, hd, 1}, Device::cpu},
-                f32_view(o, Shape{B * T, a.heads, hd}));
-    };
+ModelFamily world_family() {
+  ModelFamily f;
+  f.name = "world";
+  f.task = "frames";
+  f.resource_type = "ring_kv";
+  f.summary = "mstar's small frame-rollout world model (architecture stated in the manifest)";
+  f.read_architecture = read_world;
+  f.make = [](const Architecture& a, const Weights& w, const ModelOptions& o) -> std::unique_ptr<Model> {
+    return std::make_unique<WorldModel>(dynamic_cast<const WorldArchitecture&>(a), w, o);
   };
+  return f;
 }
 
 }  // namespace mstar

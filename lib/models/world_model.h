@@ -1,56 +1,92 @@
 #pragma once
-// The frame-rollout world model: each frame is tokens_per_frame latent tokens
-// plus a per-frame control vector. A frame is made by denoise_steps passes
-// that write the ring without committing (each attends to the ring plus the
-// frame itself), then one pass over the clean frame that commits it.
+// The "world" family: mstar's own small frame-rollout world model
+// (docs/models.md). Each frame is tokens_per_frame latent tokens plus a
+// per-frame control vector. A frame is made by denoise_steps passes that
+// write the ring without committing (each attends to the ring plus the frame
+// itself), then one pass over the clean frame that commits it.
 #include <cstdint>
-#include <functional>
+#include <memory>
 #include <span>
 #include <vector>
 
-#include "models/manifest.h"
-#include "models/transformer.h"
-#include "models/weights.h"
-#include "resources/ring_kv/manager.h"
+#include "models/common_architecture.h"
+#include "models/family.h"
+#include "models/model.h"
+#include "models/params.h"
+#include "models/scratch.h"
+#include "models/trunk.h"
 
 namespace mstar {
 
-class WorldModel {
+struct WorldFields {
+  int64_t latent_channels = 0;
+  int64_t control_dim = 0;  // per-frame control vector
+  int64_t frame_height = 0, frame_width = 0;
+  int64_t tokens_per_frame = 0;  // frame_height * frame_width
+  int64_t denoise_steps = 0;     // passes per frame; the last one commits
+  // Rotary pairs given to time, height and width (sum: head_dim / 2).
+  int64_t rope_time = 0, rope_height = 0, rope_width = 0;
+
+  static constexpr auto fields() {
+    using C = WorldFields;
+    return std::make_tuple(
+        field("latent_channels", &C::latent_channels, Need::required, "channels per latent token", Range{1, 1 << 16}),
+        field("control_dim", &C::control_dim, Need::required, "entries of a frame's control vector", Range{0, 1 << 16}),
+        field("frame_height", &C::frame_height, Need::required, "latent tokens down a frame", Range{1, 1 << 12}),
+        field("frame_width", &C::frame_width, Need::required, "latent tokens across a frame", Range{1, 1 << 12}),
+        field("tokens_per_frame", &C::tokens_per_frame, Need::required, "frame_height * frame_width",
+              Range{1, 1 << 20}),
+        field("denoise_steps", &C::denoise_steps, Need::required, "denoising passes per frame", Range{1, 1000}),
+        field("rope_time", &C::rope_time, Need::required, "rotary pairs for time", at_least(0)),
+        field("rope_height", &C::rope_height, Need::required, "rotary pairs for height", at_least(0)),
+        field("rope_width", &C::rope_width, Need::required, "rotary pairs for width", at_least(0)));
+  }
+  bool operator==(const WorldFields&) const = default;
+};
+
+class WorldArchitecture final : public Architecture {
  public:
-  WorldModel(const ModelManifest& m, const Weights& weights, Backend backend);
+  WorldArchitecture(CommonArchitecture common, WorldFields world)
+      : common(common), world(world), shape_(common.trunk()) {}
+  const TrunkShape& trunk() const override { return shape_; }
+  std::vector<TensorSpec> tensors() const override;
+  nlohmann::json to_json() const override;
+  int64_t tokens_per_frame() const override { return world.tokens_per_frame; }
 
-  const Architecture& arch() const { return arch_; }
-  int64_t tokens_per_frame() const { return arch_.world.tokens_per_frame; }
-  int64_t channels() const { return arch_.world.latent_channels; }
-
-  // Attention for one pass at one layer: q [B*T, heads, hd], k/v [B*T,
-  // kv_heads, hd] already rotated (3-D: time, height, width), o out.
-  using FrameAttention = std::function<void(int64_t layer, const float* q, const float* k, const float* v, float* o)>;
-  // Makes the attention for a pass; commit is true only for the last.
-  using AttentionFactory = std::function<FrameAttention(bool commit)>;
-
-  // One pass over B frames: latents [B, T, C], controls [B, control_dim],
-  // noise level in [0, 1]; out gets the predicted clean latents [B, T, C].
-  void pass(int64_t B, std::span<const int64_t> frame_pos, const float* latents, const float* controls, float noise,
-            const FrameAttention& attend, std::vector<float>& out) const;
-
-  // A whole frame for each row: starting from `noise` [B, T, C], denoise_steps
-  // Euler passes toward the model's prediction, then the committing pass on
-  // the clean frame. Returns the clean latents [B, T, C].
-  std::vector<float> generate(int64_t B, std::span<const int64_t> frame_pos, const std::vector<float>& noise,
-                              const float* controls, const AttentionFactory& attention) const;
-
-  // Attention through the ring: upsert this pass's frames (committing or
-  // not), then attend each row to its own session's visible slots.
-  AttentionFactory ring_attention(RingKVManager& kv, const RingPlan& plan, std::span<const int64_t> frame_pos) const;
+  CommonArchitecture common;
+  WorldFields world;
 
  private:
-  void rotate(float* x, int64_t heads, int64_t frame, int64_t token) const;  // every head of one token
-
-  Architecture arch_;
-  const Weights& w_;
-  Transformer trunk_;
-  std::vector<float> inv_time_, inv_height_, inv_width_;
+  TrunkShape shape_;
 };
+
+class WorldModel final : public FrameModel {
+ public:
+  WorldModel(const WorldArchitecture& arch, const Weights& weights, const ModelOptions& options);
+
+  const Architecture& arch() const override { return arch_; }
+  int64_t tokens_per_frame() const override { return arch_.world.tokens_per_frame; }
+  int64_t channels() const override { return arch_.world.latent_channels; }
+  int64_t control_dim() const override { return arch_.world.control_dim; }
+
+  std::vector<float> generate(ResourceSet& kv, std::span<const int64_t> frame_pos, const std::vector<float>& noise,
+                              const std::vector<float>& controls) override;
+
+ private:
+  // One pass over the B frames of `latents` ([B, T, C], backend memory) at
+  // noise level `noise`: the predicted clean latents into `out`.
+  void pass(ResourceSet& kv, int64_t B, const float* latents, const float* controls, float noise, bool commit,
+            float* out);
+
+  WorldArchitecture arch_;
+  ModelOptions options_;
+  ModelParams params_;
+  Trunk trunk_;
+  float *inv_time_, *inv_height_, *inv_width_;  // backend memory
+  const int64_t* positions_ = nullptr;          // [B * T, 3]: the step's frame, row and column per token
+  DeviceScratch scratch_;
+};
+
+ModelFamily world_family();
 
 }  // namespace mstar

@@ -25,4 +25,10 @@ void StepContext::add_padding(int n) {
   }
 }
 
+AdmitOutcome Resource::admit(const Step& step, const StepContext& ctx) {
+  AdmitOutcome out = check(step, ctx);
+  if (out.ok()) claim(step, ctx);
+  return out;
+}
+
 }  // namespace mstar

@@ -8,25 +8,6 @@
 
 namespace mstar {
 
-SlotPool::SlotPool(int64_t slots) : held_(static_cast<size_t>(slots), 0) {
-  MSTAR_ASSERT(slots > 0 && slots <= std::numeric_limits<int32_t>::max(), "slot pool size out of range");
-  for (int64_t s = slots - 1; s >= 0; --s) free_.push_back(static_cast<int32_t>(s));
-}
-
-std::optional<int32_t> SlotPool::acquire() {
-  if (free_.empty()) return std::nullopt;
-  const int32_t s = free_.back();
-  free_.pop_back();
-  held_[static_cast<size_t>(s)] = 1;
-  return s;
-}
-
-void SlotPool::release(int32_t slot) {
-  MSTAR_ASSERT(slot >= 0 && slot < size() && held(slot), fmt::format("release of slot {} that is not held", slot));
-  held_[static_cast<size_t>(slot)] = 0;
-  free_.push_back(slot);
-}
-
 BoundedKVBook::BoundedKVBook(const BoundedKVConfig& config) : config_(config), pool_(config.max_slots) {}
 
 void BoundedKVBook::register_source(int id, int64_t len) {
@@ -72,7 +53,7 @@ const BoundedRequest& BoundedKVBook::known(const std::string& rid, const char* o
   return *r;
 }
 
-AdmitOutcome BoundedKVBook::check(const BoundedKVStep& step, const StepContext& ctx) const {
+AdmitOutcome BoundedKVBook::check(const Step& step, const StepContext& ctx) const {
   if (ctx.request_ids.size() != ctx.is_padding.size())
     throw InputError(fmt::format("bounded_kv: step context has {} request ids but {} padding flags",
                                  ctx.request_ids.size(), ctx.is_padding.size()));
@@ -113,8 +94,8 @@ AdmitOutcome BoundedKVBook::check(const BoundedKVStep& step, const StepContext& 
                                                    *config_.query_window));
     if (seg.span > std::numeric_limits<int32_t>::max())
       return AdmitOutcome::refuse(rid, fmt::format("{}: span {} is larger than a step can address", what, seg.span));
-    auto pit = step.positions.find(rid);
-    if (pit == step.positions.end()) return AdmitOutcome::refuse(rid, what + ": declares no stream position");
+    auto pit = step.streams.find(rid);
+    if (pit == step.streams.end()) return AdmitOutcome::refuse(rid, what + ": declares no stream position");
     const StreamPosition& pos = pit->second;
     if (pos.source_len < config_.min_source_len || pos.source_len > config_.max_source_len)
       return AdmitOutcome::refuse(rid, fmt::format("{}: source length {} is outside the allowed [{}, {}]", what,
@@ -152,9 +133,13 @@ AdmitOutcome BoundedKVBook::check(const BoundedKVStep& step, const StepContext& 
   return AdmitOutcome::accept();
 }
 
-AdmitOutcome BoundedKVBook::admit(const BoundedKVStep& step, const StepContext& ctx) {
+AdmitOutcome BoundedKVBook::admit(const Step& step, const StepContext& ctx) {
   AdmitOutcome out = check(step, ctx);
-  if (!out.ok()) return out;  // a refused step claims nothing
+  if (out.ok()) claim(step, ctx);
+  return out;
+}
+
+void BoundedKVBook::claim(const Step& step, const StepContext& /*ctx*/) {
   for (const Segment& seg : step.segments) {
     BoundedRequest& req = requests_.at(seg.request_id);
     if (!req.slot) {
@@ -162,15 +147,14 @@ AdmitOutcome BoundedKVBook::admit(const BoundedKVStep& step, const StepContext& 
       MSTAR_ASSERT(req.slot.has_value(), "check() promised a free slot");
     }
     if (req.written == 0) {  // the stream (re)starts: it takes the declared source
-      const StreamPosition& pos = step.positions.at(seg.request_id);
+      const StreamPosition& pos = step.streams.at(seg.request_id);
       req.source = pos.source;
       req.source_len = pos.source_len;
     }
   }
-  return out;
 }
 
-BoundedKVPlan BoundedKVBook::plan(const BoundedKVStep& step, const StepContext& ctx) const {
+BoundedKVPlan BoundedKVBook::plan(const Step& step, const StepContext& ctx) const {
   std::map<std::string, const Segment*> segs;
   for (const Segment& s : step.segments) segs[s.request_id] = &s;
   const RowGeometry geo{config_.sink_capacity(), config_.reverse_step_order};
@@ -179,6 +163,7 @@ BoundedKVPlan BoundedKVBook::plan(const BoundedKVStep& step, const StepContext& 
   const auto rows = static_cast<size_t>(ctx.rows());
   plan.rows.resize(rows);
   plan.source_of_row.assign(rows, -1);
+  plan.source_len.assign(rows, 0);
   plan.row_in_request.assign(rows, 0);
   plan.kv_indptr.assign(rows + 1, 0);
   std::map<std::string, int32_t> seen_rows;
@@ -190,10 +175,11 @@ BoundedKVPlan BoundedKVBook::plan(const BoundedKVStep& step, const StepContext& 
       const BoundedRequest* req = find(rid);
       if (sit == segs.end() || !req || !req->slot)
         throw InputError(fmt::format("bounded_kv: plan for request '{}', which this step did not admit", rid));
-      const StreamPosition& pos = step.positions.at(rid);
+      const StreamPosition& pos = step.streams.at(rid);
       span = sit->second->span;
       plan.rows[r] = plan_row(geo, config_.retention_for(pos.source_len), pos, span, *req->slot);
       plan.source_of_row[r] = pos.source_len > 0 ? pos.source : -1;
+      plan.source_len[r] = pos.source_len;
       plan.row_in_request[r] = seen_rows[rid]++;
     }
     plan.kv_indptr[r + 1] = plan.kv_indptr[r] + static_cast<int32_t>(span);
@@ -201,16 +187,22 @@ BoundedKVPlan BoundedKVBook::plan(const BoundedKVStep& step, const StepContext& 
   return plan;
 }
 
-void BoundedKVBook::commit(const BoundedKVStep& step, const StepContext& /*ctx*/) {
+void BoundedKVBook::commit(const Step& step, const StepContext& /*ctx*/) {
   for (const Segment& seg : step.segments) {
     auto it = requests_.find(seg.request_id);
     if (it == requests_.end() || !it->second.slot)
       throw InputError(fmt::format("bounded_kv: commit for request '{}', which holds no slot", seg.request_id));
-    auto pit = step.positions.find(seg.request_id);
-    if (pit == step.positions.end())
+    auto pit = step.streams.find(seg.request_id);
+    if (pit == step.streams.end())
       throw InputError(fmt::format("bounded_kv: commit for request '{}', which declares no position", seg.request_id));
     it->second.written = pit->second.written + seg.span;  // from the declaration: a second commit changes nothing
   }
+}
+
+int64_t BoundedKVPlan::retained(size_t row) const {
+  int64_t n = 0;
+  for (const auto& rd : rows[row].table.reads) n += rd.len;
+  return n;
 }
 
 void BoundedKVBook::reset(const std::string& rid, OnReset what) {

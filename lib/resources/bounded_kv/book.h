@@ -12,23 +12,9 @@
 #include "resources/bounded_kv/config.h"
 #include "resources/bounded_kv/layout.h"
 #include "resources/resource.h"
+#include "resources/slot_pool.h"
 
 namespace mstar {
-
-// A fixed pool of slot indices.
-class SlotPool {
- public:
-  explicit SlotPool(int64_t slots);
-  [[nodiscard]] std::optional<int32_t> acquire();
-  void release(int32_t slot);
-  int64_t size() const { return static_cast<int64_t>(held_.size()); }
-  int64_t free_count() const { return static_cast<int64_t>(free_.size()); }
-  bool held(int32_t slot) const { return held_[static_cast<size_t>(slot)] != 0; }
-
- private:
-  std::vector<int32_t> free_;  // a stack: the most recently freed slot is reused first
-  std::vector<uint8_t> held_;
-};
 
 struct BoundedRequest {
   std::optional<int32_t> slot;
@@ -41,10 +27,14 @@ struct BoundedRequest {
 // What a step becomes on the host: one layout per row plus what the kernels
 // need to find each row's source and step entries.
 struct BoundedKVPlan {
-  std::vector<RowLayout> rows;        // [rows]
-  std::vector<int> source_of_row;     // registered source id, or -1 for none
+  std::vector<RowLayout> rows;          // [rows]
+  std::vector<int> source_of_row;       // registered source id, or -1 for none
+  std::vector<int64_t> source_len;      // [rows]: entries of the row's source (0 for none)
   std::vector<int32_t> row_in_request;  // k-th row of its request (0 for padding)
-  std::vector<int32_t> kv_indptr;     // [rows + 1]: row r writes kv_indptr[r+1] - kv_indptr[r] entries
+  std::vector<int32_t> kv_indptr;       // [rows + 1]: row r writes kv_indptr[r+1] - kv_indptr[r] entries
+  // Entries the row attends before its own (its retained entries), the
+  // ordinal its first step entry has in cache positions.
+  int64_t retained(size_t row) const;
 };
 
 class BoundedKVBook {
@@ -61,10 +51,13 @@ class BoundedKVBook {
   int64_t source_users(int id) const;
 
   void ingest(const std::string& rid);
-  [[nodiscard]] AdmitOutcome check(const BoundedKVStep& step, const StepContext& ctx) const;
-  [[nodiscard]] AdmitOutcome admit(const BoundedKVStep& step, const StepContext& ctx);
-  BoundedKVPlan plan(const BoundedKVStep& step, const StepContext& ctx) const;
-  void commit(const BoundedKVStep& step, const StepContext& ctx);
+  [[nodiscard]] AdmitOutcome check(const Step& step, const StepContext& ctx) const;
+  // After check accepted the step: slots for the requests that hold none.
+  void claim(const Step& step, const StepContext& ctx);
+  // check, then claim when accepted.
+  [[nodiscard]] AdmitOutcome admit(const Step& step, const StepContext& ctx);
+  BoundedKVPlan plan(const Step& step, const StepContext& ctx) const;
+  void commit(const Step& step, const StepContext& ctx);
   void reset(const std::string& rid, OnReset what);
   void remove(const std::string& rid);
 

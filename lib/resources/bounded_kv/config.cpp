@@ -3,10 +3,8 @@
 #include <algorithm>
 #include <limits>
 
-#include <yaml-cpp/yaml.h>
-
-#include "config/check_ranges.h"
-#include "config/format_value.h"
+#include "core/check_ranges.h"
+#include "core/format_value.h"
 #include "core/errors.h"
 
 namespace mstar {
@@ -68,12 +66,14 @@ void BoundedKVConfig::validate(std::string_view where) const {
   }
   // The slot must hold what the rule keeps for every allowed length, and its
   // offsets must fit the kernels' int32 table.
+  // (The scratch at most doubles it, hence the half.)
   int64_t slot = 0;
-  if (__builtin_add_overflow(sink_capacity(), window_capacity(), &slot) || slot > kMaxSlotTokens)
+  if (__builtin_add_overflow(sink_capacity(), window_capacity(), &slot) || slot > kMaxSlotTokens / 2)
     throw ConfigError(fmt::format(
         "{}: retention {} needs {} entries per slot (sink {} + window {}) at source lengths up to {}, more than a "
         "slot can address ({})",
-        where, rule, slot, sink_capacity(), window_capacity(), max_source_len, kMaxSlotTokens));
+        where, rule, slot, sink_capacity(), window_capacity(), max_source_len, kMaxSlotTokens / 2));
+  slot = slot_tokens();
   int64_t bytes = slot;
   for (int64_t f : {num_layers, max_slots, rows_per_request, num_heads, 2 * head_dim,
                     static_cast<int64_t>(dtype_size(dtype))})
@@ -98,6 +98,10 @@ int64_t BoundedKVConfig::window_capacity() const {
   return std::max<int64_t>({0, retention.window.at(min_source_len), retention.window.at(max_source_len)});
 }
 
+int64_t BoundedKVConfig::scratch_tokens() const {
+  return query_window ? std::min(*query_window, retained_tokens()) : retained_tokens();
+}
+
 int64_t BoundedKVConfig::max_retained() const {
   int64_t m = 0;
   for (int64_t L : {min_source_len, max_source_len}) m = std::max(m, retention.sink.at(L) + retention.window.at(L));
@@ -110,36 +114,6 @@ std::size_t BoundedKVConfig::slot_bytes_per_layer() const {
 
 std::size_t BoundedKVConfig::pool_bytes() const {
   return slot_bytes_per_layer() * static_cast<std::size_t>(max_slots * num_layers);
-}
-
-void BoundedKVSpec::apply_overrides(std::optional<int64_t> max_slots) {
-  if (!max_slots) return;
-  BoundedKVConfig patched = config;
-  patched.max_slots = *max_slots;
-  patched.validate(fmt::format("resource '{}'", resource_key));
-  config = patched;
-}
-
-void BoundedKVSpec::apply_yaml_overrides(const YAML::Node& block) {
-  const std::string where = fmt::format("resource '{}'", resource_key);
-  if (!block || block.IsNull()) return;
-  if (!block.IsMap()) throw ConfigError(fmt::format("{}: overrides must be a mapping of key: value", where));
-  std::optional<int64_t> max_slots;
-  for (const auto& kv : block) {
-    const std::string key = kv.first.as<std::string>();
-    if (key != "max_slots")
-      throw ConfigError(fmt::format(
-          "{}: '{}' cannot be overridden by a deployment; a bounded_kv resource accepts only max_slots "
-          "(the rest of its geometry is a fact of the model)",
-          where, key));
-    try {
-      max_slots = kv.second.as<int64_t>();
-    } catch (const YAML::Exception&) {
-      throw ConfigError(fmt::format("{}: max_slots must be an integer, got '{}'", where,
-                                    kv.second.IsScalar() ? kv.second.Scalar() : std::string("a non-scalar")));
-    }
-  }
-  apply_overrides(max_slots);
 }
 
 }  // namespace mstar

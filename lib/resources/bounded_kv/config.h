@@ -12,7 +12,6 @@
 #include <cstdint>
 #include <map>
 #include <optional>
-#include <set>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -20,13 +19,9 @@
 
 #include <fmt/format.h>
 
-#include "config/fields.h"
 #include "core/dtype.h"
+#include "core/fields.h"
 #include "resources/resource.h"
-
-namespace YAML {
-class Node;
-}
 
 namespace mstar {
 
@@ -84,8 +79,8 @@ struct BoundedKVConfig {
   // ignores key order: it decides which of a long step's entries are evicted.
   bool reverse_step_order = false;
   // In mstar: the most entries one step may write for one request (its span).
-  // Absent means unbounded. admit refuses a longer span for good, and the
-  // kernels may size per-step scratch by it.
+  // Absent means unbounded. admit refuses a longer span for good, and it
+  // sizes each slot's scratch region.
   std::optional<int64_t> query_window;
 
   static constexpr auto fields() {
@@ -117,7 +112,14 @@ struct BoundedKVConfig {
   // Written entries a slot's sink region holds (the sink past the source).
   int64_t sink_capacity() const;
   int64_t window_capacity() const;
-  int64_t slot_tokens() const { return sink_capacity() + window_capacity(); }
+  // Entries a slot retains: the sink's written part, then the window's ring.
+  int64_t retained_tokens() const { return sink_capacity() + window_capacity(); }
+  // The slot's scratch region, past the retained entries: where a step's
+  // kept entries wait until commit puts them in place, so a step that is
+  // never committed leaves every retained entry intact. One step keeps at
+  // most retained_tokens() of its entries, and at most query_window.
+  int64_t scratch_tokens() const;
+  int64_t slot_tokens() const { return retained_tokens() + scratch_tokens(); }
   // The most entries a request retains, over every allowed source length.
   int64_t max_retained() const;
   // Bytes of one slot in one layer ([rows, H, slot_tokens, 2D]).
@@ -128,36 +130,17 @@ struct BoundedKVConfig {
   bool operator==(const BoundedKVConfig&) const = default;
 };
 
-// A config with the nodes (attention layers) that use it, scoped by a key that
-// deployment YAML names to tune it.
+// A config with the model layers that use it, scoped by a key that
+// deployment YAML names to tune it (max_slots only: the rest of its geometry
+// is a fact of the model).
 struct BoundedKVSpec {
   std::string resource_key;
-  std::set<std::string> nodes;
+  // The model's attention layers this resource serves, ascending; its layer
+  // i is layers[i]. Empty: layers 0 .. num_layers - 1 (a standalone config).
+  std::vector<int64_t> layers;
   BoundedKVConfig config;
 
-  // Patches what a deployment may tune from this resource's YAML block: only
-  // max_slots. The block is scoped to this resource_key, so any other key is
-  // a typo (or a fact of the checkpoint) and is refused by name.
-  void apply_yaml_overrides(const YAML::Node& block);
-  void apply_overrides(std::optional<int64_t> max_slots);
-
   bool operator==(const BoundedKVSpec&) const = default;
-};
-
-// Where a request's stream stands when a step starts.
-struct StreamPosition {
-  int64_t source_len = 0;
-  int64_t written = 0;
-  int source = 0;  // which registered source (ignored when source_len == 0)
-  bool operator==(const StreamPosition&) const = default;
-};
-
-// Each segment's span is what its request writes this step (0 reads only).
-// The positions come from the model, not the resource, so a plan never waits
-// on the previous step's commit.
-struct BoundedKVStep {
-  std::vector<Segment> segments;
-  std::map<std::string, StreamPosition> positions;
 };
 
 std::string format_rule(const SourceAffine& a);

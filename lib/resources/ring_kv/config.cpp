@@ -2,10 +2,8 @@
 
 #include <limits>
 
-#include <yaml-cpp/yaml.h>
-
-#include "config/check_ranges.h"
-#include "config/format_value.h"
+#include "core/check_ranges.h"
+#include "core/format_value.h"
 #include "core/errors.h"
 
 namespace mstar {
@@ -43,36 +41,6 @@ int64_t RingKVConfig::capacity(int64_t layer) const {
 
 std::size_t RingKVConfig::layer_bytes(int64_t layer) const {
   return static_cast<std::size_t>(2 * num_kv_heads * total_slots(layer) * head_dim) * dtype_size(dtype);
-}
-
-void RingKVSpec::apply_overrides(std::optional<int64_t> num_sessions) {
-  if (!num_sessions) return;
-  RingKVConfig patched = config;
-  patched.num_sessions = *num_sessions;
-  patched.validate(fmt::format("resource '{}'", resource_key));
-  config = patched;
-}
-
-void RingKVSpec::apply_yaml_overrides(const YAML::Node& block) {
-  const std::string where = fmt::format("resource '{}'", resource_key);
-  if (!block || block.IsNull()) return;
-  if (!block.IsMap()) throw ConfigError(fmt::format("{}: overrides must be a mapping of key: value", where));
-  std::optional<int64_t> sessions;
-  for (const auto& kv : block) {
-    const std::string key = kv.first.as<std::string>();
-    if (key != "num_sessions")
-      throw ConfigError(fmt::format(
-          "{}: '{}' cannot be overridden by a deployment; a ring_kv resource accepts only num_sessions "
-          "(its geometry is a fact of the checkpoint the model was trained with)",
-          where, key));
-    try {
-      sessions = kv.second.as<int64_t>();
-    } catch (const YAML::Exception&) {
-      throw ConfigError(fmt::format("{}: num_sessions must be an integer, got '{}'", where,
-                                    kv.second.IsScalar() ? kv.second.Scalar() : std::string("a non-scalar")));
-    }
-  }
-  apply_overrides(sessions);
 }
 
 }  // namespace mstar

@@ -7,7 +7,6 @@
 // layers a longer horizon at a stride. Nothing grows with the rollout.
 #include <cstdint>
 #include <optional>
-#include <set>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -15,12 +14,8 @@
 
 #include <fmt/format.h>
 
-#include "config/fields.h"
 #include "core/dtype.h"
-
-namespace YAML {
-class Node;
-}
+#include "core/fields.h"
 
 namespace mstar {
 
@@ -72,17 +67,15 @@ struct RingKVConfig {
   bool operator==(const RingKVConfig&) const = default;
 };
 
-// The geometry is a fact of the checkpoint; a deployment tunes only how many
-// rollouts are resident.
+// A config with the model layers that use it. The geometry is a fact of the
+// checkpoint; a deployment tunes only how many rollouts are resident
+// (num_sessions).
 struct RingKVSpec {
   std::string resource_key;
-  std::set<std::string> nodes;
+  // The model's attention layers this resource serves, ascending; its layer
+  // i is layers[i]. Empty: layers 0 .. num_layers - 1 (a standalone config).
+  std::vector<int64_t> layers;
   RingKVConfig config;
-
-  // Patches num_sessions from this resource's YAML block; any other key is
-  // refused by name, with the reason.
-  void apply_yaml_overrides(const YAML::Node& block);
-  void apply_overrides(std::optional<int64_t> num_sessions);
 
   bool operator==(const RingKVSpec&) const = default;
 };

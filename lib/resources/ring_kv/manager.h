@@ -1,84 +1,85 @@
 #pragma once
-// The ring KV resource: per-layer rings holding num_sessions resident
-// sessions (one per request) plus the padding session, and attention through
-// them. Bookkeeping lives in RingBook; this class owns the rings.
+// The ring KV resource: the book (requests, sessions, frame clocks, which
+// frame slots hold committed frames) and the storage (per-layer rings in the
+// backend's memory, and the ops over them), kept apart so every admission,
+// clock and visibility rule is tested without allocating a ring.
 #include <optional>
-#include <span>
 #include <string>
 #include <vector>
 
-#include "backend.h"
+#include "resources/options.h"
 #include "resources/resource.h"
 #include "resources/ring_kv/book.h"
 #include "resources/ring_kv/config.h"
-#include "resources/ring_kv/layer_cache.h"
+#include "resources/ring_kv/storage.h"
 
 namespace mstar {
-
-struct RingKVOptions {
-  Backend backend = Backend::cpu;
-  int threads = 1;
-};
 
 // One session in every layer, with its clock: a copy the caller may hold
 // across further frames that overwrite the rings in place.
 struct RingSessionState {
-  std::vector<RingLayerState> layers;
+  std::vector<HostBuffer> kv;                 // per layer: [2, H_kv, capacity, D], cache dtype
+  std::vector<std::vector<uint8_t>> written;  // per layer: [ring_frames + 1] frame-slot flags
   std::optional<int64_t> next_frame;
 };
 
-class RingKVManager final : public StepResource<RingKVStep, RingPlan> {
+class RingKVManager final : public Resource {
  public:
-  RingKVManager(const RingKVSpec& spec, RingKVOptions options);
+  RingKVManager(const RingKVSpec& spec, const ResourceOptions& options);
 
   const RingKVConfig& config() const { return spec_.config; }
+  const RingKVSpec& spec() const { return spec_; }
+  const RingKVBook& book() const { return book_; }
   int64_t num_sessions() const { return spec_.config.num_sessions; }
   int64_t tokens_per_frame() const { return spec_.config.tokens_per_frame; }
-  int64_t capacity(int64_t layer) const { return layer_at(layer).capacity(); }
-  int64_t total_slots(int64_t layer) const { return layer_at(layer).total_slots(); }
   std::optional<int32_t> session_of(const std::string& rid) const;
-  const RingBook& book() const { return book_; }
-  const LayerRingCache& layer(int64_t l) const { return layer_at(l); }
+
+  std::string_view type() const override { return "ring_kv"; }
+  const std::string& key() const override { return spec_.resource_key; }
 
   void ingest_request(const std::string& rid) override { book_.ingest(rid); }
-  AdmitOutcome admit(const RingKVStep& step, const StepContext& ctx) override { return book_.admit(step, ctx); }
-  RingPlan plan(const RingKVStep& step, const StepContext& ctx) const override { return book_.plan(step, ctx); }
-  // Records each request's clock; metadata only.
-  void commit(const RingKVStep& step, const StepContext& ctx) override { book_.commit(step, ctx); }
+  AdmitOutcome check(const Step& step, const StepContext& ctx) const override { return book_.check(step, ctx); }
+  void claim(const Step& step, const StepContext& ctx) override { book_.claim(step, ctx); }
+  void plan(const Step& step, const StepContext& ctx) override;
+  // The clocks follow committed frames only: a step whose passes all left
+  // commit off moves nothing, and the next step may declare the same frame.
+  void commit(const Step& step, const StepContext& ctx) override;
   // Zeroes the request's session in every layer and releases it; the clock
   // starts over. The ring has no physical allocation to hand back, so both
   // OnReset values release.
   void reset_request(const std::string& rid, OnReset what) override;
   void remove_request(const std::string& rid) override;
 
-  // Writes one frame per row at `layer` (k, v: [B, H_kv, T, D] f32; frame_pos
-  // [B]) and returns what to attend to.
-  RingUpsert upsert(int64_t layer, const RingPlan& plan, ConstTensorView k, ConstTensorView v,
-                    std::span<const int64_t> frame_pos, const UpsertOptions& options);
-  // Each row's queries (q: [B * T, Hq, D]) over the slots its visibility row
-  // marks. `up` must come from upsert at the same layer, with visibility.
-  void attend(int64_t layer, const RingUpsert& up, ConstTensorView q, TensorView out,
-              std::optional<float> scale = std::nullopt) const;
+  const RingKVPlan& staged() const { return plan_; }
+  // One pass of the staged step at `layer`: each row's frame (k, v:
+  // [rows * T, H_kv, D] f32) into its scratch frame and, with commit, into
+  // its ring slot where the frame writes one.
+  void upsert(int64_t layer, ConstTensorView k, ConstTensorView v, bool commit);
+  // Each row's queries (q: [rows * T, Hq, D]) over its own session's visible
+  // slots, the current frame (in the scratch) included.
+  void attend(int64_t layer, ConstTensorView q, TensorView out, std::optional<float> scale = std::nullopt) {
+    storage_.attend(layer, q, out, scale);
+  }
 
   RingSessionState get_state(const std::string& rid) const;
   // Restores into the request's session; a state of another geometry is
   // refused with the layer and the shapes, before anything is written.
   void load_state(const std::string& rid, const RingSessionState& state);
 
-  // Throws StateError naming the layer and session when a session no request
-  // holds is not as reset left it (the padding session excepted).
-  void post_warmup_validate() const;
-
-  std::size_t memory_bytes() const override;
+  std::size_t memory_bytes() const override { return storage_.memory_bytes(); }
+  Occupancy occupancy() const override { return {book_.pool().in_use(), book_.pool().size(), "sessions"}; }
+  int64_t requests() const override { return book_.requests(); }
 
  private:
-  const LayerRingCache& layer_at(int64_t l) const;
   int32_t held_session(const std::string& rid, const char* op) const;
 
   RingKVSpec spec_;
-  RingKVOptions options_;
-  RingBook book_;
-  std::vector<LayerRingCache> layers_;
+  ResourceOptions options_;
+  RingKVBook book_;
+  RingKVStorage storage_;
+  RingKVPlan plan_;
+  bool staged_ = false;
+  bool pass_committed_ = false;  // a committing pass of the staged step ran
 };
 
 }  // namespace mstar

@@ -2,8 +2,8 @@
 
 namespace mstar {
 
-RingMemoryReport ring_memory(const RingKVConfig& c) {
-  RingMemoryReport r;
+RingKVMemory memory_report(const RingKVConfig& c) {
+  RingKVMemory r;
   for (int64_t l = 0; l < c.num_layers; ++l) {
     const RingGeometry& g = c.layers[static_cast<size_t>(l)];
     RingLayerMemory m{l, g, c.capacity(l), c.total_slots(l), c.layer_bytes(l)};

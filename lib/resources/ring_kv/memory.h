@@ -1,6 +1,7 @@
 #pragma once
 // The ring's memory for a geometry, computed without allocating anything:
-// what mstar-check prints and what RingKVManager::memory_bytes must equal.
+// what mstar-check prints and what RingKVManager::memory_bytes must equal
+// (bounded_kv/memory.h is its counterpart).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -26,7 +27,7 @@ struct RingMemoryGroup {
   std::size_t bytes = 0;           // over the group's layers
 };
 
-struct RingMemoryReport {
+struct RingKVMemory {
   std::vector<RingLayerMemory> layers;
   std::vector<RingMemoryGroup> groups;  // in order of first layer
   std::size_t bytes_per_session = 0;    // one session over every layer
@@ -34,6 +35,6 @@ struct RingMemoryReport {
 };
 
 // The config must be valid.
-RingMemoryReport ring_memory(const RingKVConfig& config);
+RingKVMemory memory_report(const RingKVConfig& config);
 
 }  // namespace mstar

@@ -1,0 +1,153 @@
+// Device-neutral half of the trunk ops: scalar checks and dispatch.
+#include "ops.h"
+
+#include <fmt/format.h>
+
+#include "core/errors.h"
+#include "cuda/dispatch.h"
+
+namespace mstar::kernels {
+
+namespace {
+
+void check(bool ok, const char* op, const std::string& what) {
+  if (!ok) throw InputError(fmt::format("{}: {}", op, what));
+}
+
+void nonneg(const char* op, const char* name, int64_t v) {
+  check(v >= 0, op, fmt::format("{} must not be negative, got {}", name, v));
+}
+
+[[noreturn]] void not_built(const char* op, Backend b) {
+  throw InputError(fmt::format("{}: backend '{}' is not built into this binary", op, to_string(b)));
+}
+
+}  // namespace
+
+void matmul(Backend b, const MatmulParams& p) {
+  constexpr const char* op = "matmul";
+  nonneg(op, "rows", p.rows);
+  check(p.in > 0 && p.out > 0, op, fmt::format("in and out must be positive, got {} and {}", p.in, p.out));
+  check(p.x_stride >= p.in && p.y_stride >= p.out, op,
+        fmt::format("strides ({}, {}) smaller than the rows ({}, {})", p.x_stride, p.y_stride, p.in, p.out));
+  check(p.threads >= 1, op, fmt::format("threads must be at least 1, got {}", p.threads));
+  if (p.rows == 0) return;
+  check(p.x && p.w && p.y, op, "x, w and y are required");
+  switch (b) {
+    case Backend::reference: return matmul_reference(p);
+    case Backend::cpu: return matmul_cpu(p);
+    case Backend::cuda: MSTAR_CUDA_DISPATCH(matmul_cuda(p));
+  }
+  not_built(op, b);
+}
+
+void rmsnorm(Backend b, const RmsNormParams& p) {
+  constexpr const char* op = "rmsnorm";
+  nonneg(op, "rows", p.rows);
+  check(p.width > 0, op, fmt::format("width must be positive, got {}", p.width));
+  check(p.eps > 0.0, op, fmt::format("eps must be positive, got {}", p.eps));
+  if (p.rows == 0) return;
+  check(p.x && p.w && p.out, op, "x, w and out are required");
+  switch (b) {
+    case Backend::reference:
+    case Backend::cpu: return rmsnorm_host(p);
+    case Backend::cuda: MSTAR_CUDA_DISPATCH(rmsnorm_cuda(p));
+  }
+  not_built(op, b);
+}
+
+void silu_mul(Backend b, const SiluMulParams& p) {
+  constexpr const char* op = "silu_mul";
+  nonneg(op, "n", p.n);
+  if (p.n == 0) return;
+  check(p.a && p.b, op, "a and b are required");
+  switch (b) {
+    case Backend::reference:
+    case Backend::cpu: return silu_mul_host(p);
+    case Backend::cuda: MSTAR_CUDA_DISPATCH(silu_mul_cuda(p));
+  }
+  not_built(op, b);
+}
+
+void rope(Backend b, const RopeParams& p) {
+  constexpr const char* op = "rope";
+  nonneg(op, "tokens", p.tokens);
+  check(p.heads > 0 && p.head_dim > 0 && p.head_dim % 2 == 0, op,
+        fmt::format("needs heads > 0 and an even head_dim, got {} and {}", p.heads, p.head_dim));
+  check(p.sections >= 1 && p.sections <= 3, op, fmt::format("sections must be 1 to 3, got {}", p.sections));
+  int32_t pairs = 0;
+  for (int32_t s = 0; s < p.sections; ++s) {
+    const RopeSection& sec = p.section[s];
+    check(sec.offset >= 0 && sec.count >= 0 && sec.offset + sec.count <= p.head_dim / 2, op,
+          fmt::format("section {} (pairs {}..{}) outside the head's {} pairs", s, sec.offset, sec.offset + sec.count,
+                      p.head_dim / 2));
+    check(sec.count == 0 || sec.inv_freq, op, fmt::format("section {} has no inverse frequencies", s));
+    pairs += sec.count;
+  }
+  check(pairs <= p.head_dim / 2, op, fmt::format("sections rotate {} pairs of {}", pairs, p.head_dim / 2));
+  if (p.tokens == 0) return;
+  check(p.x && p.positions, op, "x and positions are required");
+  switch (b) {
+    case Backend::reference:
+    case Backend::cpu: return rope_host(p);
+    case Backend::cuda: MSTAR_CUDA_DISPATCH(rope_cuda(p));
+  }
+  not_built(op, b);
+}
+
+void embed(Backend b, const EmbedParams& p) {
+  constexpr const char* op = "embed";
+  nonneg(op, "tokens", p.tokens);
+  check(p.width > 0, op, fmt::format("width must be positive, got {}", p.width));
+  if (p.tokens == 0) return;
+  check(p.ids && p.table && p.out, op, "ids, table and out are required");
+  switch (b) {
+    case Backend::reference:
+    case Backend::cpu: return embed_host(p);
+    case Backend::cuda: MSTAR_CUDA_DISPATCH(embed_cuda(p));
+  }
+  not_built(op, b);
+}
+
+void gather_rows(Backend b, const GatherRowsParams& p) {
+  constexpr const char* op = "gather_rows";
+  nonneg(op, "rows", p.rows);
+  check(p.width > 0, op, fmt::format("width must be positive, got {}", p.width));
+  if (p.rows == 0) return;
+  check(p.index && p.x && p.out, op, "index, x and out are required");
+  switch (b) {
+    case Backend::reference:
+    case Backend::cpu: return gather_rows_host(p);
+    case Backend::cuda: MSTAR_CUDA_DISPATCH(gather_rows_cuda(p));
+  }
+  not_built(op, b);
+}
+
+void add_rows(Backend b, const AddRowsParams& p) {
+  constexpr const char* op = "add_rows";
+  nonneg(op, "rows", p.rows);
+  check(p.width > 0 && p.group > 0, op, fmt::format("width and group must be positive, got {} and {}", p.width, p.group));
+  if (p.rows == 0) return;
+  check(p.x && p.y, op, "x and y are required");
+  switch (b) {
+    case Backend::reference:
+    case Backend::cpu: return add_rows_host(p);
+    case Backend::cuda: MSTAR_CUDA_DISPATCH(add_rows_cuda(p));
+  }
+  not_built(op, b);
+}
+
+void lerp(Backend b, const LerpParams& p) {
+  constexpr const char* op = "lerp";
+  nonneg(op, "n", p.n);
+  if (p.n == 0) return;
+  check(p.x && p.y, op, "x and y are required");
+  switch (b) {
+    case Backend::reference:
+    case Backend::cpu: return lerp_host(p);
+    case Backend::cuda: MSTAR_CUDA_DISPATCH(lerp_cuda(p));
+  }
+  not_built(op, b);
+}
+
+}  // namespace mstar::kernels

@@ -1,0 +1,120 @@
+#pragma once
+// The decoder trunk's ops, device-neutral: the models call these on buffers
+// of the backend they run on, so the same model code runs on the host
+// (reference, cpu) and on a device (cuda). Activations are f32; weights are
+// read in the dtype they are stored in. Each op checks its scalars and
+// dispatches (ops.cpp); backends: reference/ops_reference.cpp (plain loops in
+// double), cpu/ops_cpu.cpp, cuda/.
+#include <cstdint>
+
+#include "backend.h"
+#include "core/dtype.h"
+
+namespace mstar::kernels {
+
+// y[rows, out] = x[rows, in] . w[out, in]^T (+ bias[out]) (+ y when accumulate).
+struct MatmulParams {
+  int64_t rows = 0, in = 0, out = 0;
+  const float* x = nullptr;  // [rows, x_stride]
+  int64_t x_stride = 0;
+  const void* w = nullptr;  // [out, in], row-major, w_dtype
+  DType w_dtype = DType::f32;
+  const float* bias = nullptr;  // [out] or null
+  float* y = nullptr;           // [rows, y_stride]
+  int64_t y_stride = 0;
+  bool accumulate = false;
+  int threads = 1;
+};
+
+// out[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w.
+struct RmsNormParams {
+  int64_t rows = 0, width = 0;
+  const float* x = nullptr;  // [rows, width]
+  const float* w = nullptr;  // [width]
+  double eps = 1e-6;
+  float* out = nullptr;  // [rows, width]; may be x
+  int threads = 1;
+};
+
+// a = silu(a) * b over n entries.
+struct SiluMulParams {
+  int64_t n = 0;
+  float* a = nullptr;
+  const float* b = nullptr;
+  int threads = 1;
+};
+
+// Rotary embedding of every head of every token, in the "rotate half" form
+// (pairs (i, i + D/2), the one convention in mstar, see rope.h): up to three
+// sections of pairs (time, height, width for a 3-D rotary split; one section
+// for a sequence), each with its own positions and inverse frequencies.
+struct RopeSection {
+  int32_t offset = 0;  // first pair of the section
+  int32_t count = 0;   // pairs in the section
+  const float* inv_freq = nullptr;  // [count]
+};
+struct RopeParams {
+  int64_t tokens = 0;
+  int32_t heads = 0, head_dim = 0;
+  float* x = nullptr;  // [tokens, heads, head_dim] at the strides below
+  int64_t token_stride = 0, head_stride = 0;
+  int32_t sections = 1;
+  RopeSection section[3];
+  const int64_t* positions = nullptr;  // [tokens, sections]
+  int threads = 1;
+};
+
+// out[t] = table[ids[t]] as f32.
+struct EmbedParams {
+  int64_t tokens = 0, width = 0;
+  const int32_t* ids = nullptr;  // [tokens], each in [0, vocab)
+  const void* table = nullptr;   // [vocab, width], dtype
+  DType dtype = DType::f32;
+  float* out = nullptr;  // [tokens, width]
+};
+
+// out[i] = x[index[i]] for i < rows (picking each row's last token, say).
+struct GatherRowsParams {
+  int64_t rows = 0, width = 0;
+  const int32_t* index = nullptr;  // [rows]
+  const float* x = nullptr;        // [*, width]
+  float* out = nullptr;            // [rows, width]
+};
+
+// x[r] += y[r / group] for r < rows: a per-frame vector added to each of its
+// tokens (group = tokens per frame), or one vector to every row (group = rows).
+struct AddRowsParams {
+  int64_t rows = 0, width = 0, group = 1;
+  float* x = nullptr;        // [rows, width]
+  const float* y = nullptr;  // [ceil(rows / group), width]
+};
+
+// x += s * (y - x) over n entries (an Euler step toward y).
+struct LerpParams {
+  int64_t n = 0;
+  float* x = nullptr;
+  const float* y = nullptr;
+  float s = 0.0f;
+};
+
+void matmul(Backend b, const MatmulParams& p);
+void rmsnorm(Backend b, const RmsNormParams& p);
+void silu_mul(Backend b, const SiluMulParams& p);
+void rope(Backend b, const RopeParams& p);
+void embed(Backend b, const EmbedParams& p);
+void gather_rows(Backend b, const GatherRowsParams& p);
+void add_rows(Backend b, const AddRowsParams& p);
+void lerp(Backend b, const LerpParams& p);
+
+// The host backends, for the dispatcher and for tests.
+void matmul_reference(const MatmulParams& p);
+void matmul_cpu(const MatmulParams& p);
+void rmsnorm_host(const RmsNormParams& p);
+void silu_mul_host(const SiluMulParams& p);
+void rope_host(const RopeParams& p);
+void embed_host(const EmbedParams& p);
+void gather_rows_host(const GatherRowsParams& p);
+void add_rows_host(const AddRowsParams& p);
+void lerp_host(const LerpParams& p);
+
+}  // namespace mstar::kernels

@@ -1,0 +1,262 @@
+#include "config/manifest.h"
+
+#include <regex>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "config/resource_yaml.h"
+#include "config/yaml_field_source.h"
+#include "config/yaml_read.h"
+#include "config/yaml_source.h"
+#include "core/errors.h"
+#include "models/safetensors.h"
+
+namespace mstar {
+
+std::vector<ResourceSpec> ModelManifest::resource_specs() const {
+  std::vector<ResourceSpec> out;
+  for (const ResourceDecl& r : resources) out.push_back(r.spec);
+  return out;
+}
+
+std::vector<std::filesystem::path> ModelManifest::weight_files() const {
+  if (weights.file.empty()) return {};
+  return mstar::weight_files(path.parent_path() / weights.file);
+}
+
+namespace {
+
+// nodes: "attn.*" (every layer) or a list of "attn.N": the model layers a
+// resource serves, ascending.
+bool read_nodes(const YAML::Node& n, YamlContext& ctx, const std::string& path, int64_t layers,
+                std::vector<int64_t>& out) {
+  if (n.IsScalar() && n.Scalar() == "attn.*") {
+    for (int64_t l = 0; l < layers; ++l) out.push_back(l);
+    return true;
+  }
+  if (!n.IsSequence() || n.size() == 0) {
+    ctx.error(n, fmt::format("{}: expected 'attn.*' or a list of 'attn.N', got {}", path, describe(n)));
+    return false;
+  }
+  static const std::regex node_re(R"(^attn\.(\d{1,6})$)");
+  bool ok = true;
+  std::set<int64_t> seen;
+  for (size_t i = 0; i < n.size(); ++i) {
+    std::smatch m;
+    const std::string s = n[i].IsScalar() ? n[i].Scalar() : "";
+    const int64_t l = std::regex_match(s, m, node_re) ? std::stoll(m[1].str()) : -1;
+    if (l < 0 || l >= layers) {
+      ctx.error(n[i], fmt::format("{}[{}]: '{}' is not an attention node of this model (attn.0 .. attn.{})", path, i,
+                                  n[i].IsScalar() ? s : describe(n[i]), layers - 1));
+      ok = false;
+    } else if (!seen.insert(l).second) {
+      ctx.error(n[i], fmt::format("{}[{}]: '{}' is listed twice", path, i, s));
+      ok = false;
+    }
+  }
+  out.assign(seen.begin(), seen.end());
+  return ok;
+}
+
+// Runs a config's validate(), turning its exception into a diagnostic placed
+// at the field its message names ("<path>: <field> ..."), or at the config.
+template <class Config>
+bool validated(const Config& c, const YAML::Node& at, YamlContext& ctx, const std::string& path) {
+  try {
+    c.validate(path);
+    return true;
+  } catch (const ConfigError& e) {
+    const std::string msg = e.what();
+    YAML::Node place = at;
+    if (at.IsMap() && msg.rfind(path + ": ", 0) == 0) {
+      const std::string rest = msg.substr(path.size() + 2);
+      const std::string word = rest.substr(0, rest.find_first_of(" .["));
+      for (const auto& kv : at)
+        if (kv.first.IsScalar() && kv.first.Scalar() == word) place.reset(kv.second);
+    }
+    ctx.error(place, msg);
+    return false;
+  }
+}
+
+std::optional<ResourceDecl> read_resource(const YAML::Node& n, YamlContext& ctx, const std::string& path,
+                                          const ModelManifest& m) {
+  auto e = read_map(n, ctx, path, {"resource_key", "type", "nodes", "config"});
+  if (!e) return std::nullopt;
+  bool ok = e->items.size() == n.size();
+  for (const char* key : {"resource_key", "type", "nodes", "config"})
+    if (!e->find(key)) {
+      ctx.error(n, fmt::format("{}: missing required key '{}'", path, key));
+      ok = false;
+    }
+  if (!ok) return std::nullopt;
+  std::string key, type;
+  ok = read_yaml(*e->find("resource_key"), ctx, path + ".resource_key", key) && ok;
+  ok = read_yaml(*e->find("type"), ctx, path + ".type", type) && ok;
+  const TrunkShape& t = m.arch->trunk();
+  std::vector<int64_t> layers;
+  ok = read_nodes(*e->find("nodes"), ctx, path + ".nodes", t.layers, layers) && ok;
+  if (!ok) return std::nullopt;
+  if (type != "bounded_kv" && type != "ring_kv") {
+    const std::string near = did_you_mean(type, {"bounded_kv", "ring_kv"});
+    ctx.error(*e->find("type"), fmt::format("{}.type: unknown resource type '{}' (expected bounded_kv or ring_kv){}",
+                                            path, type, near.empty() ? "" : fmt::format("; did you mean '{}'?", near)));
+    return std::nullopt;
+  }
+  if (type != m.family->resource_type) {
+    ctx.error(*e->find("type"), fmt::format("{}.type: a model of kind {} attends through {}, not {}", path,
+                                            m.family->name, m.family->resource_type, type));
+    return std::nullopt;
+  }
+  const YAML::Node& cfg = *e->find("config");
+  const std::string cpath = path + ".config";
+  if (type == "bounded_kv") {
+    BoundedKVSpec spec{key, layers, {}};
+    spec.config.num_layers = static_cast<int64_t>(layers.size());
+    spec.config.num_heads = t.kv_heads;
+    spec.config.head_dim = t.head_dim;
+    if (!read_yaml_fields(cfg, ctx, cpath, spec.config, FieldMode::manifest)) return std::nullopt;
+    if (!validated(spec.config, cfg, ctx, cpath)) return std::nullopt;
+    return ResourceDecl{type, spec};
+  }
+  RingKVSpec spec{key, layers, {}};
+  spec.config.num_layers = static_cast<int64_t>(layers.size());
+  spec.config.num_kv_heads = t.kv_heads;
+  spec.config.head_dim = t.head_dim;
+  spec.config.tokens_per_frame = m.arch->tokens_per_frame();
+  ctx.layers_hint = spec.config.num_layers;
+  if (!read_yaml_fields(cfg, ctx, cpath, spec.config, FieldMode::manifest)) return std::nullopt;
+  if (!validated(spec.config, cfg, ctx, cpath)) return std::nullopt;
+  return ResourceDecl{type, spec};
+}
+
+void check_weights(const YAML::Node& at, YamlContext& ctx, const ModelManifest& m) {
+  std::vector<std::filesystem::path> files;
+  try {
+    files = m.weight_files();
+  } catch (const InputError& e) {
+    ctx.error(at, fmt::format("weights.file: {}", e.what()));
+    return;
+  }
+  const std::string want_dtype(safetensors_name(m.weights.dtype));
+  std::map<std::string, std::pair<SafetensorsEntry, std::string>> found;  // name -> (entry, file)
+  for (const auto& file : files) {
+    SafetensorsHeader h;
+    try {
+      h = read_safetensors_header(file);
+    } catch (const InputError& e) {
+      ctx.error(at, fmt::format("weights.file: {}", e.what()));
+      return;
+    }
+    for (const auto& [name, e] : h.tensors) found.emplace(name, std::make_pair(e, file.filename().string()));
+  }
+  std::set<std::string> expected;
+  for (const TensorSpec& t : m.arch->tensors()) {
+    expected.insert(t.name);
+    auto it = found.find(t.name);
+    if (it == found.end()) {
+      ctx.error(at, fmt::format("weights.file {}: tensor '{}' is missing", m.weights.file, t.name));
+      continue;
+    }
+    const SafetensorsEntry& e = it->second.first;
+    if (e.dtype != want_dtype)
+      ctx.error(at, fmt::format("weights.file {}: tensor '{}' is {} but weights.dtype says {}", m.weights.file, t.name,
+                                e.dtype, want_dtype));
+    else if (e.shape != t.shape)
+      ctx.error(at, fmt::format("weights.file {}: tensor '{}' has shape [{}] but the architecture needs [{}]",
+                                m.weights.file, t.name, fmt::join(e.shape, ", "), fmt::join(t.shape, ", ")));
+    else if (e.end - e.begin != static_cast<uint64_t>(t.numel()) * dtype_size(m.weights.dtype))
+      ctx.error(at, fmt::format("weights.file {}: tensor '{}' holds {} bytes, not the {} its shape needs",
+                                m.weights.file, t.name, e.end - e.begin,
+                                static_cast<uint64_t>(t.numel()) * dtype_size(m.weights.dtype)));
+  }
+  for (const auto& [name, e] : found)
+    if (!expected.count(name))
+      ctx.error(at, fmt::format("weights.file {}: unexpected tensor '{}' (not part of this architecture)",
+                                m.weights.file, name));
+}
+
+std::string names_list(const std::vector<std::string>& names) {
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
+  return out;
+}
+
+}  // namespace
+
+std::optional<ModelManifest> load_manifest(const std::filesystem::path& path, const std::string& label,
+                                           Diagnostics& diags) {
+  const size_t errors_before = diags.all().size();
+  auto root = load_yaml_file(path, label, diags);
+  if (!root) return std::nullopt;
+  YamlContext ctx(label, diags);
+  auto top = read_map(*root, ctx, "manifest", {"name", "kind", "architecture", "weights", "resources"});
+  if (!top) return std::nullopt;
+  ModelManifest m;
+  m.path = path;
+  for (const char* key : {"name", "kind", "architecture", "weights", "resources"})
+    if (!top->find(key)) ctx.error(*root, fmt::format("manifest: missing required key '{}'", key));
+  if (const YAML::Node* n = top->find("name")) read_yaml(*n, ctx, "name", m.name);
+  if (const YAML::Node* n = top->find("kind")) {
+    std::string k;
+    if (read_yaml(*n, ctx, "kind", k)) {
+      m.family = find_family(k);
+      if (!m.family) {
+        const std::string near = did_you_mean(k, family_names());
+        ctx.error(*n, fmt::format("kind: unknown model kind '{}' (expected {}){}", k, names_list(family_names()),
+                                  near.empty() ? "" : fmt::format("; did you mean '{}'?", near)));
+      }
+    }
+  }
+  if (const YAML::Node* n = top->find("architecture"); n && m.family) {
+    if (auto e = read_any_map(*n, ctx, "architecture")) {
+      YamlFieldSource src(*e, ctx, "architecture");
+      ArchitectureInput in{src};
+      std::unique_ptr<Architecture> arch = m.family->read_architecture(in);
+      const bool keys_ok = src.finish() && e->items.size() == n->size();
+      if (arch && keys_ok) m.arch = std::move(arch);
+    }
+  }
+  if (const YAML::Node* n = top->find("weights")) {
+    if (read_yaml_fields(*n, ctx, "weights", m.weights, FieldMode::standalone)) {
+      const bool has_seed = m.weights.dummy_seed.has_value(), has_file = !m.weights.file.empty();
+      if (has_seed == has_file)
+        ctx.error(*n, "weights: give exactly one of dummy_seed (a deterministic dummy initialisation) or file (a "
+                      "safetensors file or shard index)");
+      else if (has_file && m.arch)
+        check_weights((*n)["file"], ctx, m);
+    }
+  }
+  // Resources need the architecture (layers, heads, head_dim).
+  if (const YAML::Node* n = top->find("resources"); n && m.arch) {
+    if (!n->IsSequence()) {
+      ctx.error(*n, fmt::format("resources: expected a list of resources, got {}", describe(*n)));
+    } else {
+      std::map<int64_t, std::string> layer_owner;
+      for (size_t i = 0; i < n->size(); ++i) {
+        const std::string rpath = fmt::format("resources[{}]", i);
+        auto r = read_resource((*n)[i], ctx, rpath, m);
+        if (!r) continue;
+        for (const auto& other : m.resources)
+          if (other.key() == r->key())
+            ctx.error((*n)[i]["resource_key"], fmt::format("{}.resource_key: '{}' is declared twice", rpath, r->key()));
+        for (int64_t l : served_layers(r->spec))
+          if (auto [it, fresh] = layer_owner.emplace(l, r->key()); !fresh)
+            ctx.error((*n)[i]["nodes"], fmt::format("{}.nodes: 'attn.{}' already belongs to resource '{}'", rpath, l,
+                                                    it->second));
+        m.resources.push_back(std::move(*r));
+      }
+      // Every attention layer must be served: the forward attends at each.
+      if (diags.all().size() == errors_before)
+        for (int64_t l = 0; l < m.arch->trunk().layers; ++l)
+          if (!layer_owner.count(l))
+            ctx.error(*n, fmt::format("resources: no resource serves attention layer attn.{} (every layer needs one)", l));
+    }
+  }
+  if (diags.all().size() != errors_before) return std::nullopt;
+  return m;
+}
+
+}  // namespace mstar

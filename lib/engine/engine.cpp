@@ -1,0 +1,236 @@
+#include "engine/engine.h"
+
+#include <fmt/format.h>
+
+#include "core/errors.h"
+#include "engine/requests.h"
+
+namespace mstar {
+
+namespace {
+
+double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+}  // namespace
+
+Engine::Engine(const ResolvedDeployment& d) : d_(d), started_(Clock::now()) {}
+
+std::unique_ptr<Engine> Engine::create(const ResolvedDeployment& d) {
+  std::unique_ptr<Engine> e(new Engine(d));
+  const ModelManifest& m = e->d_.model;
+  const ProgramKind* kind = find_program(m.family->task);
+  MSTAR_ASSERT(kind, fmt::format("no program serves task '{}'", m.family->task));
+  if (m.weights.dummy_seed)
+    e->weights_ = std::make_unique<Weights>(Weights::dummy(m.arch->tensors(), static_cast<uint64_t>(*m.weights.dummy_seed)));
+  else
+    e->weights_ = std::make_unique<Weights>(Weights::load(m.weight_files(), m.arch->tensors()));
+  const ModelOptions options{e->d_.deployment.backend, static_cast<int>(e->d_.deployment.threads)};
+  e->model_ = m.family->make(*m.arch, *e->weights_, options);
+  e->kv_ = std::make_unique<ResourceSet>(m.resource_specs(), ResourceOptions{options.backend, options.threads});
+  e->program_ = kind->make(*e->model_, e->d_);
+  e->program_->prepare(*e->kv_);
+  e->stats_.unit = std::string(e->program_->unit());
+  e->stats_.weights_bytes = e->weights_->bytes();
+  return e;
+}
+
+std::string Engine::submit(nlohmann::json request) {
+  std::string id;
+  try {
+    id = request_id(request);
+  } catch (const InputError&) {
+  }
+  std::lock_guard lock(inbox_mutex_);
+  inbox_.push_back({Inbox::Kind::submit, id, std::move(request), {}});
+  return id;
+}
+
+void Engine::cancel(std::string id) {
+  std::lock_guard lock(inbox_mutex_);
+  inbox_.push_back({Inbox::Kind::cancel, std::move(id), {}, {}});
+}
+
+void Engine::reject(std::string id, std::string message) {
+  std::lock_guard lock(inbox_mutex_);
+  inbox_.push_back({Inbox::Kind::reject, std::move(id), {}, std::move(message)});
+}
+
+bool Engine::idle() const {
+  std::lock_guard lock(inbox_mutex_);
+  return inbox_.empty() && waiting_.empty() && running_.empty();
+}
+
+void Engine::error(const std::string& id, const std::string& message, std::vector<Event>& events) {
+  ++stats_.requests_failed;
+  events.push_back({nlohmann::json{{"event", "error"}, {"id", id}, {"message", message}}, {}});
+}
+
+void Engine::fail(std::unique_ptr<Live> live, const std::string& message, std::vector<Event>& events) {
+  kv_->remove_request(live->id);
+  error(live->id, message, events);
+}
+
+bool Engine::in_use(const std::string& id) const {
+  for (const auto& l : waiting_)
+    if (l->id == id) return true;
+  for (const auto& l : running_)
+    if (l->id == id) return true;
+  return false;
+}
+
+void Engine::take(Inbox item, std::vector<Event>& events) {
+  switch (item.kind) {
+    case Inbox::Kind::reject: return error(item.id, item.message, events);
+    case Inbox::Kind::cancel: {
+      auto drop = [&](auto& list) {
+        for (auto it = list.begin(); it != list.end(); ++it)
+          if ((*it)->id == item.id) {
+            nlohmann::json done{{"event", "done"}, {"id", item.id}, {"reason", "cancelled"}};
+            done.update(program_->progress(**it));
+            kv_->remove_request(item.id);
+            list.erase(it);
+            ++stats_.requests_cancelled;
+            events.push_back({std::move(done), {}});
+            return true;
+          }
+        return false;
+      };
+      if (!drop(waiting_) && !drop(running_))
+        error(item.id, fmt::format("cancel: no waiting or running request '{}'", item.id), events);
+      return;
+    }
+    case Inbox::Kind::submit: {
+      if (item.id.empty()) {
+        try {
+          request_id(item.request);
+        } catch (const InputError& e) {
+          return error("?", e.what(), events);
+        }
+      }
+      // One id, one live stream: a second request under a running id is refused alone.
+      if (in_use(item.id))
+        return error(item.id, fmt::format("request '{}': a request with this id is already waiting or running", item.id),
+                     events);
+      std::unique_ptr<Live> live;
+      try {
+        live = program_->start(item.request);
+      } catch (const InputError& e) {
+        return error(item.id, e.what(), events);
+      }
+      live->arrived = Clock::now();
+      kv_->ingest_request(live->id);
+      waiting_.push_back(std::move(live));
+      return;
+    }
+  }
+}
+
+void Engine::admit(std::vector<Event>& events) {
+  const int64_t R = program_->rows_per_request(), max_rows = d_.deployment.scheduler.max_batch;
+  for (;;) {
+    size_t joining = 0;
+    int64_t rows = static_cast<int64_t>(running_.size()) * R;
+    while (joining < waiting_.size() && rows + R <= max_rows) ++joining, rows += R;
+    for (;;) {
+      step_ = {};
+      ctx_ = {};
+      for (const auto& l : running_) program_->describe(*l, step_, ctx_);
+      for (size_t i = 0; i < joining; ++i) program_->describe(*waiting_[i], step_, ctx_);
+      const AdmitOutcome out = kv_->admit(step_, ctx_);
+      if (out.ok()) {
+        for (size_t i = 0; i < joining; ++i) {
+          running_.push_back(std::move(waiting_.front()));
+          waiting_.pop_front();
+        }
+        stats_.admission_waits += static_cast<int64_t>(waiting_.size());
+        return;
+      }
+      if (out.kind == AdmitOutcome::Kind::refused) {
+        // The request the resources name fails alone; the step is tried again without it.
+        auto drop = [&](auto& list) {
+          for (auto it = list.begin(); it != list.end(); ++it)
+            if ((*it)->id == out.request) {
+              std::unique_ptr<Live> l = std::move(*it);
+              list.erase(it);
+              fail(std::move(l), out.reason, events);
+              return true;
+            }
+          return false;
+        };
+        MSTAR_ASSERT(drop(running_) || drop(waiting_), "a resource refused a request that is not in the step: " + out.reason);
+        break;  // recount the joiners
+      }
+      // Refused for now: the newest joiner waits, so the head of the queue
+      // only ever waits for capacity and nobody starves.
+      MSTAR_ASSERT(joining > 0, "running requests hold their claims, so their step cannot wait: " + out.reason);
+      --joining;
+    }
+  }
+}
+
+std::vector<Event> Engine::step() {
+  std::vector<Event> events;
+  std::vector<Inbox> inbox;
+  {
+    std::lock_guard lock(inbox_mutex_);
+    inbox.swap(inbox_);
+  }
+  for (Inbox& item : inbox) take(std::move(item), events);
+  if (running_.empty() && waiting_.empty()) return events;
+
+  const auto start = Clock::now();
+  admit(events);
+  if (running_.empty()) return events;
+  peak_in_use_.resize(static_cast<size_t>(kv_->size()));
+  for (int64_t i = 0; i < kv_->size(); ++i)
+    peak_in_use_[static_cast<size_t>(i)] = std::max(peak_in_use_[static_cast<size_t>(i)], kv_->at(i).occupancy().in_use);
+
+  kv_->plan(step_, ctx_);
+  std::vector<Live*> batch;
+  for (auto& l : running_) batch.push_back(l.get());
+  const auto forward_start = Clock::now();
+  program_->forward(*kv_, step_, ctx_, batch);
+  double forward_ms = ms_since(forward_start);  // the model's work; sampling is added below
+  kv_->commit(step_, ctx_);
+
+  std::vector<std::unique_ptr<Live>> still;
+  for (auto& l : running_) {
+    const auto emit_start = Clock::now();
+    const Program::Emitted out = program_->emit(*l, [&](Event e) { events.push_back(std::move(e)); });
+    forward_ms += ms_since(emit_start);
+    if (out.produced > 0 && l->first_output_at_step < 0) {
+      l->first_output_at_step = stats_.steps;
+      stats_.first_chunk_ms.push_back(ms_since(l->arrived));
+    }
+    stats_.produced += out.produced;
+    if (out.finished.empty()) {
+      still.push_back(std::move(l));
+      continue;
+    }
+    nlohmann::json done{{"event", "done"}, {"id", l->id}, {"reason", out.finished}};
+    done.update(program_->progress(*l));
+    events.push_back({std::move(done), {}});
+    ++stats_.requests_done;
+    kv_->remove_request(l->id);
+  }
+  running_ = std::move(still);
+  stats_.step_ms.push_back(ms_since(start));
+  stats_.host_ms.push_back(stats_.step_ms.back() - forward_ms);
+  ++stats_.steps;
+  return events;
+}
+
+RunStats Engine::stats() const {
+  RunStats s = stats_;
+  s.seconds = std::chrono::duration<double>(Clock::now() - started_).count();
+  for (int64_t i = 0; i < kv_->size(); ++i) {
+    const Resource& r = kv_->at(i);
+    const Occupancy o = r.occupancy();
+    const int64_t peak = static_cast<size_t>(i) < peak_in_use_.size() ? peak_in_use_[static_cast<size_t>(i)] : 0;
+    s.resources.push_back({r.key(), std::string(r.type()), r.memory_bytes(), o.capacity, peak});
+  }
+  s.peak_rss_bytes = peak_rss_bytes();
+  return s;
+}
+
+}  // namespace mstar

@@ -1,0 +1,293 @@
+#include "engine/speech_program.h"
+
+#include <map>
+
+#include <fmt/format.h>
+
+#include "core/errors.h"
+#include "engine/requests.h"
+#include "engine/workload.h"
+#include "models/sampling.h"
+
+namespace mstar {
+
+namespace {
+
+using nlohmann::json;
+
+// The source-length rule every bounded resource of the model states: a voice
+// must fit all of them.
+struct SourceRange {
+  int64_t min = 1, max = INT64_MAX;
+  int64_t query_window = INT64_MAX;  // the longest prompt one step may write
+  int64_t rows = 1;                  // rows per request (2: classifier-free guidance)
+};
+
+SourceRange source_range(const std::vector<ResourceSpec>& specs) {
+  SourceRange r;
+  for (const ResourceSpec& s : specs)
+    if (const auto* b = std::get_if<BoundedKVSpec>(&s)) {
+      r.min = std::max<int64_t>(r.min, b->config.min_source_len);
+      r.max = std::min(r.max, b->config.max_source_len);
+      if (b->config.query_window) r.query_window = std::min(r.query_window, *b->config.query_window);
+      r.rows = b->config.rows_per_request;
+    }
+  return r;
+}
+
+struct SpeechLive final : Live {
+  std::string voice;
+  std::vector<int32_t> prompt;
+  int64_t max_tokens = 0;
+  Sampler sampler;
+  int source = 0;
+  int64_t source_len = 0;
+  int64_t written = 0;         // committed entries past the source
+  int32_t last = -1;           // the token the next step feeds
+  std::vector<int32_t> chunk;  // tokens not yet streamed
+  int64_t chunks = 0, generated = 0;
+  std::vector<float> logits;   // this step's (guided) logits
+  explicit SpeechLive(const SamplingParams& p) : sampler(p) {}
+};
+
+class SpeechProgram final : public Program {
+ public:
+  SpeechProgram(TokenModel& model, const ResolvedDeployment& d)
+      : model_(model), range_(source_range(d.model.resource_specs())) {
+    const json& w = d.deployment.workload;
+    const json settings = w.value("settings", json::object());
+    chunk_tokens_ = settings.value("chunk_tokens", int64_t{8});
+    guidance_ = settings.value("guidance_scale", 1.0);
+    if (w.contains("voices"))
+      for (const auto& [name, tokens] : w["voices"].items()) voices_[name].tokens = tokens.get<std::vector<int32_t>>();
+  }
+
+  std::string_view unit() const override { return "tokens"; }
+  int64_t rows_per_request() const override { return range_.rows; }
+
+  void prepare(ResourceSet& kv) override {
+    int next = 1;
+    for (auto& [name, v] : voices_) {
+      // The workload reader checked every voice against the resources.
+      v.source = next++;
+      for (BoundedKVManager* b : kv.all<BoundedKVManager>())
+        b->register_source(v.source, static_cast<int64_t>(v.tokens.size()));
+      model_.prefill_source(kv, v.source, v.tokens, range_.rows);
+    }
+  }
+
+  std::unique_ptr<Live> start(const json& request) override {
+    const std::string id = request_id(request);
+    const RequestFields f(request, fmt::format("request '{}'", id));
+    f.only({"id", "voice", "prompt", "max_tokens", "sampling"});
+    const std::string voice = f.string("voice");
+    auto v = voices_.find(voice);
+    if (v == voices_.end()) throw InputError(fmt::format("{}: unknown voice '{}'", f.who(), voice));
+    const json& prompt = f.at("prompt");
+    if (!prompt.is_array()) throw InputError(fmt::format("{}: needs a 'prompt' list of tokens", f.who()));
+    if (prompt.empty()) throw InputError(fmt::format("{}: the prompt is empty; it needs at least one token", f.who()));
+    if (static_cast<int64_t>(prompt.size()) > range_.query_window)
+      throw InputError(fmt::format("{}: the prompt has {} tokens; one step writes at most {} (query_window)", f.who(),
+                                   prompt.size(), range_.query_window));
+    SamplingParams sp;
+    if (f.has("sampling")) {
+      const RequestFields s(f.at("sampling"), f.who() + " sampling");
+      s.only({"temperature", "top_k", "top_p", "seed"});
+      // Ranges are SamplingParams::validate's, below, which names them.
+      sp.temperature = s.real("temperature", -1e300, 1e300, 0.0);
+      sp.top_p = s.real("top_p", -1e300, 1e300, 1.0);
+      sp.top_k = s.integer("top_k", 0, model_.vocab_size(), 0);
+      sp.seed = static_cast<uint64_t>(s.integer("seed", 0, INT64_MAX, 0));
+    }
+    sp.validate(f.who() + " sampling");
+    auto live = std::make_unique<SpeechLive>(sp);
+    live->id = id;
+    live->voice = voice;
+    for (const auto& t : prompt) {
+      if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= model_.vocab_size())
+        throw InputError(fmt::format("{}: prompt token {} is not an id in [0, {})", f.who(), t.dump(), model_.vocab_size()));
+      live->prompt.push_back(t.get<int32_t>());
+    }
+    live->max_tokens = f.integer("max_tokens", 1, 1 << 24);
+    live->source = v->second.source;
+    live->source_len = static_cast<int64_t>(v->second.tokens.size());
+    return live;
+  }
+
+  void describe(const Live& l, Step& step, StepContext& ctx) const override {
+    const auto& s = static_cast<const SpeechLive&>(l);
+    const int64_t span = s.written == 0 ? static_cast<int64_t>(s.prompt.size()) : 1;
+    step.segments.push_back({s.id, s.written == 0 ? "prompt" : "decode", span});
+    step.streams[s.id] = {s.source_len, s.written, s.source};
+    ctx.add_rows(s.id, static_cast<int>(range_.rows));
+  }
+
+  void forward(ResourceSet& kv, const Step& step, const StepContext& ctx, std::span<Live* const> batch) override {
+    const int64_t R = range_.rows;
+    rows_.clear();
+    for (Live* l : batch) {
+      const auto& s = static_cast<const SpeechLive&>(*l);
+      for (int64_t r = 0; r < R; ++r) {
+        if (s.written > 0) rows_.push_back({s.last});
+        else if (r == 0) rows_.push_back(s.prompt);
+        else rows_.emplace_back(s.prompt.size(), 0);  // the unconditional row: pad tokens
+      }
+    }
+    model_.step(kv, step, ctx, rows_, logits_);
+    const int64_t V = model_.vocab_size();
+    for (size_t i = 0; i < batch.size(); ++i) {
+      auto& s = static_cast<SpeechLive&>(*batch[i]);
+      const float* cond = logits_.data() + i * static_cast<size_t>(R * V);
+      s.logits.assign(cond, cond + V);
+      if (R == 2) {  // classifier-free guidance: uncond + scale * (cond - uncond)
+        const float* u = cond + V;
+        for (int64_t t = 0; t < V; ++t)
+          s.logits[static_cast<size_t>(t)] = u[t] + static_cast<float>(guidance_) * (cond[t] - u[t]);
+      }
+      s.written += static_cast<int64_t>(rows_[i * static_cast<size_t>(R)].size());
+    }
+  }
+
+  Emitted emit(Live& l, const Emit& emit) override {
+    auto& s = static_cast<SpeechLive&>(l);
+    s.last = s.sampler.sample(s.logits);
+    s.chunk.push_back(s.last);
+    ++s.generated;
+    const std::vector<int32_t> ends = model_.end_tokens();
+    const bool end = std::find(ends.begin(), ends.end(), s.last) != ends.end();
+    const bool full = s.generated >= s.max_tokens;
+    if (static_cast<int64_t>(s.chunk.size()) >= chunk_tokens_ || end || full) {
+      emit({json{{"event", "chunk"}, {"id", s.id}, {"index", s.chunks++}, {"tokens", s.chunk}}, {}});
+      s.chunk.clear();
+    }
+    return {1, end ? "end_token" : full ? "max_tokens" : ""};
+  }
+
+  json progress(const Live& l) const override { return {{"tokens", static_cast<const SpeechLive&>(l).generated}}; }
+
+ private:
+  struct Voice {
+    std::vector<int32_t> tokens;
+    int source = 0;
+  };
+  TokenModel& model_;
+  SourceRange range_;
+  int64_t chunk_tokens_ = 8;
+  double guidance_ = 1.0;
+  std::map<std::string, Voice> voices_;
+  std::vector<std::vector<int32_t>> rows_;
+  std::vector<float> logits_;
+};
+
+std::optional<json> read_speech_workload(const YAML::Node& n, YamlContext& ctx, const ModelManifest& model,
+                                         const std::filesystem::path& dir) {
+  auto e = read_map(n, ctx, "workload", {"chunk_tokens", "guidance_scale", "voices", "requests"});
+  if (!e) return std::nullopt;
+  bool ok = e->items.size() == n.size();
+  const SourceRange range = source_range(model.resource_specs());
+  const int64_t vocab = model.arch->vocab_size();
+  json out{{"voices", json::object()}, {"settings", json::object()}, {"requests", json::array()}};
+  int64_t chunk = 8;
+  double guidance = 1.0;
+  if (const YAML::Node* v = e->find("chunk_tokens")) ok = read_yaml(*v, ctx, "workload.chunk_tokens", chunk, Range{1, 1 << 16}) && ok;
+  if (const YAML::Node* v = e->find("guidance_scale")) ok = read_yaml(*v, ctx, "workload.guidance_scale", guidance) && ok;
+  out["settings"] = {{"chunk_tokens", chunk}, {"guidance_scale", guidance}};
+  if (const YAML::Node* v = e->find("voices")) {
+    ok = read_voices(*v, ctx, vocab, dir, out["voices"]) && ok;
+    for (const auto& [name, tokens] : out["voices"].items()) {
+      const auto len = static_cast<int64_t>(tokens.size());
+      if (len < range.min || len > range.max)
+        ctx.error((*v)[name], fmt::format("workload.voices.{}: {} prompt tokens; the model's slots take sources of {} to "
+                                          "{}",
+                                          name, len, range.min, range.max));
+      if (len < range.min || len > range.max) ok = false;
+    }
+  }
+  const YAML::Node* r = e->find("requests");
+  if (!r) return ok ? std::optional<json>(out) : std::nullopt;
+  RequestsBlock b;
+  int64_t prompt = 8, max_tokens = 64;
+  json sampling = json::object();
+  std::vector<std::string> voice_names;
+  const bool block_ok = read_requests_block(
+      *r, ctx, {"voices", "prompt_tokens", "max_tokens", "sampling"}, b,
+      [&](const std::string& k, const YAML::Node& v) {
+        const std::string path = "workload.requests." + k;
+        if (k == "prompt_tokens") return read_yaml(v, ctx, path, prompt, Range{1, std::min<int64_t>(1 << 16, range.query_window)});
+        if (k == "max_tokens") return read_yaml(v, ctx, path, max_tokens, Range{1, 1 << 24});
+        if (k == "sampling") {
+          auto se = read_map(v, ctx, path, {"temperature", "top_k", "top_p"});
+          if (!se) return false;
+          bool good = se->items.size() == v.size();
+          for (const auto& [sk, sv] : se->items) {
+            if (sk == "top_k") {
+              int64_t top_k = 0;
+              good = read_yaml(sv, ctx, path + ".top_k", top_k, Range{0, vocab}) && good;
+              sampling["top_k"] = top_k;
+            } else {
+              double d = 0;
+              const bool read = read_yaml(sv, ctx, path + "." + sk, d);
+              const bool in_range = sk == "temperature" ? d >= 0 && d <= 100 : d > 0 && d <= 1;
+              if (read && !in_range)
+                ctx.error(sv, fmt::format("{}.{} must be in {}, got {}", path, sk,
+                                          sk == "temperature" ? "[0, 100]" : "(0, 1]", d));
+              good = read && in_range && good;
+              sampling[sk] = d;
+            }
+          }
+          return good;
+        }
+        // voices
+        if (!v.IsSequence() || v.size() == 0) {
+          ctx.error(v, fmt::format("{}: expected a list of voice names, got {}", path, describe(v)));
+          return false;
+        }
+        bool good = true;
+        for (size_t i = 0; i < v.size(); ++i) {
+          std::string s;
+          if (!read_yaml(v[i], ctx, fmt::format("{}[{}]", path, i), s)) good = false;
+          else if (!out["voices"].contains(s)) {
+            ctx.error(v[i], fmt::format("{}[{}]: '{}' is not a voice of this workload", path, i, s));
+            good = false;
+          } else {
+            voice_names.push_back(s);
+          }
+        }
+        return good;
+      });
+  ok = block_ok && ok;
+  if (block_ok && b.count > 0 && voice_names.empty()) {
+    ctx.error(*r, "workload.requests: missing required key 'voices'");
+    ok = false;
+  }
+  if (!ok) return std::nullopt;
+  for (int64_t i = 0; i < b.count; ++i) {
+    json q;
+    q["arrival"] = i * b.arrival_every;
+    q["id"] = fmt::format("req{:03}", i);
+    q["voice"] = voice_names[static_cast<size_t>(i) % voice_names.size()];
+    q["prompt"] = seeded_tokens(static_cast<uint64_t>(b.seed + i) * 7919u, prompt, vocab);
+    q["max_tokens"] = max_tokens;
+    json s = sampling;
+    s["seed"] = b.seed + i;
+    q["sampling"] = s;
+    out["requests"].push_back(std::move(q));
+  }
+  return out;
+}
+
+}  // namespace
+
+ProgramKind speech_program() {
+  ProgramKind k;
+  k.task = "speech";
+  k.read_workload = read_speech_workload;
+  k.make = [](Model& m, const ResolvedDeployment& d) -> std::unique_ptr<Program> {
+    auto* tm = dynamic_cast<TokenModel*>(&m);
+    MSTAR_ASSERT(tm, "a family of task speech builds a token model");
+    return std::make_unique<SpeechProgram>(*tm, d);
+  };
+  return k;
+}
+
+}  // namespace mstar

@@ -1,0 +1,124 @@
+#include "engine/workload.h"
+
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+namespace mstar {
+
+std::vector<int32_t> seeded_tokens(uint64_t seed, int64_t length, int64_t vocab) {
+  std::vector<int32_t> t;
+  for (int64_t i = 0; i < length; ++i) {
+    uint64_t x = seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(i) + 0x632BE59BD9B4E019ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    x ^= x >> 31;
+    t.push_back(static_cast<int32_t>(1 + x % static_cast<uint64_t>(vocab - 1)));
+  }
+  return t;
+}
+
+namespace {
+
+bool read_tokens(const YAML::Node& n, YamlContext& ctx, const std::string& path, int64_t vocab,
+                 std::vector<int32_t>& out) {
+  if (!n.IsSequence()) {
+    ctx.error(n, fmt::format("{}: expected a list of token ids, got {}", path, describe(n)));
+    return false;
+  }
+  bool ok = true;
+  for (size_t i = 0; i < n.size(); ++i) {
+    int64_t t = 0;
+    if (read_yaml(n[i], ctx, fmt::format("{}[{}]", path, i), t, Range{0, vocab - 1})) out.push_back(static_cast<int32_t>(t));
+    else ok = false;
+  }
+  return ok;
+}
+
+bool read_voice(const YAML::Node& n, YamlContext& ctx, const std::string& path, int64_t vocab,
+                const std::filesystem::path& dir, std::vector<int32_t>& v) {
+  auto e = read_map(n, ctx, path, {"tokens", "file", "seed", "length"});
+  if (!e) return false;
+  const YAML::Node* tokens = e->find("tokens");
+  const YAML::Node* file = e->find("file");
+  const YAML::Node* seed = e->find("seed");
+  if ((tokens != nullptr) + (file != nullptr) + (seed != nullptr) != 1) {
+    ctx.error(n, fmt::format("{}: give exactly one of tokens, file or seed (with length)", path));
+    return false;
+  }
+  if (tokens) return read_tokens(*tokens, ctx, path + ".tokens", vocab, v);
+  if (file) {
+    std::string f;
+    if (!read_yaml(*file, ctx, path + ".file", f)) return false;
+    std::ifstream in(dir / f);
+    if (!in) {
+      ctx.error(*file, fmt::format("{}.file: cannot read '{}'", path, f));
+      return false;
+    }
+    std::string word;
+    for (int64_t i = 0; in >> word; ++i) {
+      int64_t t = -1;
+      try {
+        size_t used = 0;
+        t = std::stoll(word, &used);
+        if (used != word.size()) t = -1;
+      } catch (const std::exception&) {
+      }
+      if (t < 0 || t >= vocab) {
+        ctx.error(*file, fmt::format("{}.file: '{}': token {} is '{}', not an id in [0, {})", path, f, i, word, vocab));
+        return false;
+      }
+      v.push_back(static_cast<int32_t>(t));
+    }
+    return true;
+  }
+  int64_t s = 0, length = 0;
+  bool ok = read_yaml(*seed, ctx, path + ".seed", s, at_least(0));
+  if (const YAML::Node* l = e->find("length")) ok = read_yaml(*l, ctx, path + ".length", length, Range{1, 1 << 20}) && ok;
+  else {
+    ctx.error(n, fmt::format("{}: a seeded voice needs a length", path));
+    ok = false;
+  }
+  if (ok) v = seeded_tokens(static_cast<uint64_t>(s), length, vocab);
+  return ok;
+}
+
+}  // namespace
+
+bool read_voices(const YAML::Node& n, YamlContext& ctx, int64_t vocab, const std::filesystem::path& dir,
+                 nlohmann::json& out) {
+  auto voices = read_any_map(n, ctx, "workload.voices");
+  if (!voices) return false;
+  bool ok = true;
+  out = nlohmann::json::object();
+  for (const auto& [name, spec] : voices->items) {
+    std::vector<int32_t> tokens;
+    if (read_voice(spec, ctx, "workload.voices." + name, vocab, dir, tokens)) out[name] = tokens;
+    else ok = false;
+  }
+  return ok && voices->items.size() == n.size();
+}
+
+bool read_requests_block(const YAML::Node& n, YamlContext& ctx, const std::vector<std::string>& keys,
+                         RequestsBlock& out, const std::function<bool(const std::string&, const YAML::Node&)>& read) {
+  std::vector<std::string> allowed{"count", "seed", "arrival_every"};
+  allowed.insert(allowed.end(), keys.begin(), keys.end());
+  auto e = read_map(n, ctx, "workload.requests", allowed);
+  if (!e) return false;
+  bool ok = e->items.size() == n.size();
+  if (!e->find("count")) {
+    ctx.error(n, "workload.requests: missing required key 'count'");
+    return false;
+  }
+  for (const auto& [k, v] : e->items) {
+    const std::string path = "workload.requests." + k;
+    if (k == "count") ok = read_yaml(v, ctx, path, out.count, Range{0, 100000}) && ok;
+    else if (k == "seed") ok = read_yaml(v, ctx, path, out.seed, Range{0, INT32_MAX}) && ok;
+    else if (k == "arrival_every") ok = read_yaml(v, ctx, path, out.arrival_every, Range{0, 1 << 20}) && ok;
+    else ok = read(k, v) && ok;
+  }
+  return ok;
+}
+
+}  // namespace mstar

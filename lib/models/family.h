@@ -1,0 +1,48 @@
+#pragma once
+// Model families, by name: each registers how its architecture is read, what
+// task it serves, which resource type its attention needs, and how it is
+// built. Nothing above the registry branches on a family.
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "backend.h"
+#include "core/field_source.h"
+#include "models/architecture.h"
+#include "models/model.h"
+#include "models/weights.h"
+
+namespace mstar {
+
+// What a family's architecture is read from: the manifest's `architecture`
+// block (a FieldSource), for families whose geometry the manifest states.
+struct ArchitectureInput {
+  FieldSource& fields;
+};
+
+struct ModelOptions {
+  Backend backend = Backend::cpu;
+  int threads = 1;
+};
+
+struct ModelFamily {
+  std::string name;   // the manifest's `kind`
+  std::string task;   // which engine program serves it: "speech" or "frames"
+  std::string resource_type;  // what every attention layer's resource must be
+  std::string summary;        // one line, for messages
+  // Reads and checks the architecture; reports every problem through the
+  // input and returns null when there was any.
+  std::function<std::unique_ptr<Architecture>(ArchitectureInput&)> read_architecture;
+  // Builds the model over weights that match arch.tensors() (weights must
+  // outlive it).
+  std::function<std::unique_ptr<Model>(const Architecture& arch, const Weights& weights, const ModelOptions& options)>
+      make;
+};
+
+// The registered families; lookups throw nothing.
+const ModelFamily* find_family(std::string_view name);
+std::vector<std::string> family_names();
+
+}  // namespace mstar

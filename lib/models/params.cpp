@@ -1,0 +1,35 @@
+#include "models/params.h"
+
+#include <vector>
+
+namespace mstar {
+
+ModelParams::ModelParams(const Weights& weights, Backend backend)
+    : weights_(weights), alloc_(allocator_for(backend)) {}
+
+const void* ModelParams::get(const std::string& name, DType dtype) {
+  const WeightTensor& t = weights_.get(name);
+  if (t.dtype == dtype && alloc_.device() == Device::cpu) return t.data;
+  auto key = std::make_pair(name, dtype);
+  auto it = held_.find(key);
+  if (it != held_.end()) return it->second.data();
+  const auto n = static_cast<std::size_t>(t.bytes / dtype_size(t.dtype));
+  std::vector<unsigned char> converted;
+  const void* src = t.data;
+  if (t.dtype != dtype) {
+    converted.resize(n * dtype_size(dtype));
+    for (std::size_t i = 0; i < n; ++i) store_from_f32(converted.data(), dtype, i, load_as_f32(t.data, t.dtype, i));
+    src = converted.data();
+  }
+  DeviceBuffer b(alloc_, n * dtype_size(dtype));
+  alloc_.copy_from_host(b.data(), src, b.bytes());
+  return held_.emplace(key, std::move(b)).first->second.data();
+}
+
+std::size_t ModelParams::extra_bytes() const {
+  std::size_t b = 0;
+  for (const auto& [k, buf] : held_) b += buf.bytes();
+  return b;
+}
+
+}  // namespace mstar

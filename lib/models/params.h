@@ -1,0 +1,34 @@
+#pragma once
+// A model's tensors in the backend's memory, in the dtype the family computes
+// with. On a host backend a tensor already in that dtype is used where it
+// lies (the file's mapping: no copy); anything else is converted or uploaded
+// once, on first use, and kept.
+#include <cstddef>
+#include <map>
+#include <string>
+#include <utility>
+
+#include "backend.h"
+#include "core/allocator.h"
+#include "models/weights.h"
+
+namespace mstar {
+
+class ModelParams {
+ public:
+  ModelParams(const Weights& weights, Backend backend);
+
+  // Tensor `name` in `dtype`, in the backend's memory.
+  const void* get(const std::string& name, DType dtype);
+  const float* f32(const std::string& name) { return static_cast<const float*>(get(name, DType::f32)); }
+  const Weights& weights() const { return weights_; }
+  // Bytes held beyond the weights themselves (conversions and device copies).
+  std::size_t extra_bytes() const;
+
+ private:
+  const Weights& weights_;
+  Allocator& alloc_;
+  std::map<std::pair<std::string, DType>, DeviceBuffer> held_;
+};
+
+}  // namespace mstar

@@ -1,0 +1,96 @@
+#include "models/trunk.h"
+
+#include "ops.h"
+
+namespace mstar {
+
+namespace {
+
+enum Use : int { kH, kQ, kK, kV, kO, kG, kU };
+
+}  // namespace
+
+Trunk::Trunk(const TrunkShape& shape, ModelParams& params, const std::function<TrunkNames(int64_t)>& names,
+             const std::string& final_norm, std::optional<DType> matrix_dtype, const ModelOptions& options)
+    : shape_(shape), options_(options), scratch_(allocator_for(options.backend)) {
+  auto matrix = [&](const std::string& name, DType& dt) {
+    dt = matrix_dtype.value_or(params.weights().get(name).dtype);
+    return params.get(name, dt);
+  };
+  auto bias = [&](const std::string& name) { return name.empty() ? nullptr : params.f32(name); };
+  for (int64_t l = 0; l < shape_.layers; ++l) {
+    const TrunkNames n = names(l);
+    Layer L{};
+    L.attn_norm = params.f32(n.attn_norm);
+    L.mlp_norm = params.f32(n.mlp_norm);
+    L.q = matrix(n.q, L.q_dt);
+    L.k = matrix(n.k, L.k_dt);
+    L.v = matrix(n.v, L.v_dt);
+    L.o = matrix(n.o, L.o_dt);
+    L.gate = matrix(n.gate, L.gate_dt);
+    L.up = matrix(n.up, L.up_dt);
+    L.down = matrix(n.down, L.down_dt);
+    L.q_bias = bias(n.q_bias);
+    L.k_bias = bias(n.k_bias);
+    L.v_bias = bias(n.v_bias);
+    layers_.push_back(L);
+  }
+  final_norm_ = params.f32(final_norm);
+}
+
+void Trunk::project(const float* x, int64_t rows, int64_t in, const void* w, DType w_dtype, int64_t out, float* y,
+                    bool accumulate, const float* bias) {
+  kernels::MatmulParams p;
+  p.rows = rows;
+  p.in = in;
+  p.out = out;
+  p.x = x;
+  p.x_stride = in;
+  p.w = w;
+  p.w_dtype = w_dtype;
+  p.bias = bias;
+  p.y = y;
+  p.y_stride = out;
+  p.accumulate = accumulate;
+  p.threads = options_.threads;
+  kernels::matmul(options_.backend, p);
+}
+
+void Trunk::run(float* x, int64_t n, const LayerAttention& attend) {
+  const Backend b = options_.backend;
+  const int64_t W = shape_.width, hd = shape_.head_dim, qd = shape_.heads * hd, kd = shape_.kv_heads * hd,
+                F = shape_.mlp_width;
+  const auto un = static_cast<std::size_t>(n);
+  float* h = scratch_.get<float>(kH, un * static_cast<std::size_t>(W));
+  float* q = scratch_.get<float>(kQ, un * static_cast<std::size_t>(qd));
+  float* k = scratch_.get<float>(kK, un * static_cast<std::size_t>(kd));
+  float* v = scratch_.get<float>(kV, un * static_cast<std::size_t>(kd));
+  float* o = scratch_.get<float>(kO, un * static_cast<std::size_t>(qd));
+  float* g = scratch_.get<float>(kG, un * static_cast<std::size_t>(F));
+  float* u = scratch_.get<float>(kU, un * static_cast<std::size_t>(F));
+  auto norm = [&](const float* w, float* out) {
+    kernels::rmsnorm(b, {n, W, x, w, shape_.norm_eps, out, options_.threads});
+  };
+  auto mm = [&](const float* in_x, int64_t in, const void* w, DType dt, const float* bias, int64_t out, float* y,
+                bool acc) { project(in_x, n, in, w, dt, out, y, acc, bias); };
+  for (int64_t l = 0; l < shape_.layers; ++l) {
+    const Layer& L = layers_[static_cast<size_t>(l)];
+    norm(L.attn_norm, h);
+    mm(h, W, L.q, L.q_dt, L.q_bias, qd, q, false);
+    mm(h, W, L.k, L.k_dt, L.k_bias, kd, k, false);
+    mm(h, W, L.v, L.v_dt, L.v_bias, kd, v, false);
+    attend(l, q, k, v, o);
+    mm(o, qd, L.o, L.o_dt, nullptr, W, x, true);
+    norm(L.mlp_norm, h);
+    mm(h, W, L.gate, L.gate_dt, nullptr, F, g, false);
+    mm(h, W, L.up, L.up_dt, nullptr, F, u, false);
+    kernels::silu_mul(b, {n * F, g, u, options_.threads});
+    mm(g, F, L.down, L.down_dt, nullptr, W, x, true);
+  }
+}
+
+void Trunk::final_norm(const float* x, int64_t n, float* out) {
+  kernels::rmsnorm(options_.backend, {n, shape_.width, x, final_norm_, shape_.norm_eps, out, options_.threads});
+}
+
+}  // namespace mstar

@@ -1,0 +1,66 @@
+#pragma once
+// The decoder trunk every family shares: per layer RMSNorm, q/k/v projections
+// (with biases where the family has them), attention (supplied by the
+// caller: through a KV resource, or dense for a test's oracle), the output
+// projection and a SwiGLU MLP (down(silu(gate(h)) * up(h))), each with a
+// residual. Everything runs as kernel ops on the backend's buffers.
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backend.h"
+#include "models/architecture.h"
+#include "models/family.h"
+#include "models/params.h"
+#include "models/scratch.h"
+
+namespace mstar {
+
+// A family's tensor names for one layer; empty biases mean none.
+struct TrunkNames {
+  std::string attn_norm, q, k, v, o, mlp_norm, gate, up, down;
+  std::string q_bias, k_bias, v_bias;
+};
+
+// Attention for one layer over the step's n tokens, in the backend's memory:
+// q [n, heads, hd], k and v [n, kv_heads, hd] (unrotated: the callee applies
+// positions), o [n, heads, hd].
+using LayerAttention = std::function<void(int64_t layer, float* q, float* k, float* v, float* o)>;
+
+class Trunk {
+ public:
+  // matrix_dtype: the dtype products read the projection matrices in
+  // (nullopt: as stored).
+  Trunk(const TrunkShape& shape, ModelParams& params, const std::function<TrunkNames(int64_t)>& names,
+        const std::string& final_norm, std::optional<DType> matrix_dtype, const ModelOptions& options);
+
+  // x: [n, width], backend memory, updated in place.
+  void run(float* x, int64_t n, const LayerAttention& attend);
+  // out[n, width] = the final RMSNorm of x.
+  void final_norm(const float* x, int64_t n, float* out);
+  // y[rows, out] (+)= x[rows, in] . w^T (+ bias) for any of the model's matrices.
+  void project(const float* x, int64_t rows, int64_t in, const void* w, DType w_dtype, int64_t out, float* y,
+               bool accumulate = false, const float* bias = nullptr);
+
+  Backend backend() const { return options_.backend; }
+  int threads() const { return options_.threads; }
+  const TrunkShape& shape() const { return shape_; }
+
+ private:
+  struct Layer {
+    const float *attn_norm, *mlp_norm;
+    const void *q, *k, *v, *o, *gate, *up, *down;
+    DType q_dt, k_dt, v_dt, o_dt, gate_dt, up_dt, down_dt;
+    const float *q_bias, *k_bias, *v_bias;
+  };
+
+  TrunkShape shape_;
+  ModelOptions options_;
+  std::vector<Layer> layers_;
+  const float* final_norm_;
+  DeviceScratch scratch_;
+};
+
+}  // namespace mstar

@@ -1,0 +1,99 @@
+#pragma once
+// The bounded resource's buffers, from the backend's allocator, and the
+// kernel ops that read and write them. It holds no bookkeeping: it is told
+// which plan a step follows (stage) and does what the plan says.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "bounded_kv.h"
+#include "core/allocator.h"
+#include "core/buffer.h"
+#include "resources/bounded_kv/book.h"
+#include "resources/bounded_kv/config.h"
+#include "resources/options.h"
+#include "resources/staging.h"
+
+namespace mstar {
+
+// One layer's attention inputs for the staged step, in the backend's memory.
+// Row r's queries are q[q_indptr[r], q_indptr[r+1]) and its step entries
+// k/v[kv_indptr[r], kv_indptr[r+1]) of the plan (its span; padding rows have
+// none).
+struct BoundedAttendArgs {
+  ConstTensorView q;                  // [total_q, Hq, D] f32
+  std::span<const int32_t> q_indptr;  // [rows + 1], host memory
+  ConstTensorView k;                  // [total_kv, H, D] f32
+  ConstTensorView v;                  // [total_kv, H, D] f32
+  TensorView out;                     // [total_q, Hq, D] f32
+  kernels::StepMask mask = kernels::StepMask::full;
+  std::optional<float> scale;  // default 1/sqrt(head_dim)
+  // Rotary positions inside the retained cache: keys are stored unrotated
+  // and rotated on read by their ordinal in the row's visible sequence; the
+  // caller rotates q to its ordinal. Empty: keys were stored rotated.
+  std::span<const float> rope_inv_freq;  // [head_dim / 2], backend memory
+};
+
+class BoundedKVStorage {
+ public:
+  // Allocates every layer's slot pool: [max_slots, R, H, slot_tokens, 2D].
+  BoundedKVStorage(const BoundedKVConfig& config, const ResourceOptions& options);
+
+  // A source's buffer, [num_layers, R, H, len, 2D], written layer by layer
+  // (write_source) and read in place by every request that names it.
+  void add_source(int id, int64_t len);
+  void drop_source(int id);
+  // Row `row` of source `id` at `layer`: k and v ([len, H, D] f32, backend
+  // memory) stored in the cache dtype.
+  void write_source(int id, int64_t layer, int64_t row, ConstTensorView k, ConstTensorView v);
+  // Attention of args.q over args.k and args.v alone (one row, q_indptr
+  // {0, n}, no stored entries): a source's own prefill.
+  void self_attend(const BoundedAttendArgs& args);
+
+  // The step every attend and commit below follows, until the next stage.
+  void stage(const BoundedKVPlan& plan);
+  // Attention for every row of the staged step at `layer`, then the step's
+  // kept entries into each row's scratch.
+  void attend(int64_t layer, const BoundedAttendArgs& args);
+  // Each row's scratch into place, in every layer: what commit makes final.
+  void commit();
+
+  std::size_t pool_bytes() const;
+  std::size_t source_bytes() const;
+  // A copy of one layer's pool, for tests and snapshots.
+  std::vector<unsigned char> read_layer(int64_t layer) const;
+
+ private:
+  struct Source {
+    DeviceBuffer kv;  // [num_layers, R, H, len, 2D]
+    int64_t len = 0;
+  };
+  kernels::BoundedRowAddress slot_address(int64_t layer, int32_t slot, int32_t row_in_request);
+  kernels::BoundedRowAddress source_address(int64_t layer, const Source& s, int32_t row) const;
+  const Source& source(int id) const;
+  void check_args(const char* op, const BoundedAttendArgs& args, int64_t rows, int64_t total_kv) const;
+  // The attention params the args give (tables and indptrs left to the caller).
+  kernels::BoundedAttentionParams attention_params(const BoundedAttendArgs& args, int64_t rows) const;
+  // The step's q_indptr in the backend's memory, uploaded when it changes.
+  const int32_t* queries(std::span<const int32_t> q_indptr);
+
+  BoundedKVConfig config_;
+  ResourceOptions options_;
+  Allocator& alloc_;
+  std::vector<DeviceBuffer> layers_;  // per layer: [max_slots, R, H, slot_tokens, 2D]
+  std::map<int, Source> sources_;
+
+  // The staged step.
+  int64_t rows_ = 0;
+  int64_t total_kv_ = 0;
+  Staged<kernels::BoundedRowTable> table_;      // [rows]
+  Staged<kernels::BoundedRowAddress> address_;  // [layers, rows]
+  Staged<int32_t> kv_indptr_;                   // [rows + 1]
+  Staged<int32_t> q_indptr_;                    // [rows + 1]
+  const int32_t* q_indptr_dev_ = nullptr;
+  std::vector<int64_t> source_len_;             // [rows]
+};
+
+}  // namespace mstar

@@ -1,0 +1,78 @@
+#pragma once
+// Every resource a model declares, driven as one: a step is admitted by all
+// of them or by none (each checks it, purely, before any claims), and each of
+// the model's attention layers is routed to the resource that serves it.
+#include <memory>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "core/errors.h"
+#include "resources/bounded_kv/manager.h"
+#include "resources/options.h"
+#include "resources/resource.h"
+#include "resources/ring_kv/manager.h"
+
+namespace mstar {
+
+using ResourceSpec = std::variant<BoundedKVSpec, RingKVSpec>;
+
+const std::string& resource_key(const ResourceSpec& spec);
+// The model layers a spec serves (its `layers`, or 0 .. num_layers - 1).
+std::vector<int64_t> served_layers(const ResourceSpec& spec);
+
+class ResourceSet {
+ public:
+  // Builds every resource (ConfigError for a bad spec or two resources
+  // serving one layer).
+  ResourceSet(const std::vector<ResourceSpec>& specs, const ResourceOptions& options);
+
+  int64_t size() const { return static_cast<int64_t>(resources_.size()); }
+  Resource& at(int64_t i) { return *resources_[static_cast<size_t>(i)]; }
+  const Resource& at(int64_t i) const { return *resources_[static_cast<size_t>(i)]; }
+
+  // The resource of type T serving model layer `layer`, and its own index
+  // for that layer. Throws InputError when no resource of that type does.
+  template <class T>
+  std::pair<T&, int64_t> layer(int64_t layer) {
+    if (layer < 0 || layer >= static_cast<int64_t>(routes_.size()) || !routes_[static_cast<size_t>(layer)].resource)
+      throw InputError(fmt::format("resources: no resource serves layer {}", layer));
+    const Route& r = routes_[static_cast<size_t>(layer)];
+    auto* typed = dynamic_cast<T*>(r.resource);
+    if (!typed)
+      throw InputError(fmt::format("resources: layer {} is served by {} resource '{}', not the kind this model needs",
+                                   layer, r.resource->type(), r.resource->key()));
+    return {*typed, r.local};
+  }
+  // Every resource of type T.
+  template <class T>
+  std::vector<T*> all() {
+    std::vector<T*> out;
+    for (auto& r : resources_)
+      if (auto* t = dynamic_cast<T*>(r.get())) out.push_back(t);
+    return out;
+  }
+
+  void ingest_request(const std::string& rid);
+  // All or none: the first resource that does not accept the step decides
+  // the outcome, and nothing has been claimed anywhere.
+  AdmitOutcome admit(const Step& step, const StepContext& ctx);
+  void plan(const Step& step, const StepContext& ctx);
+  void commit(const Step& step, const StepContext& ctx);
+  void reset_request(const std::string& rid, OnReset what);
+  void remove_request(const std::string& rid);
+  std::size_t memory_bytes() const;
+
+ private:
+  struct Route {
+    Resource* resource = nullptr;
+    int64_t local = 0;
+  };
+  std::vector<std::unique_ptr<Resource>> resources_;
+  std::vector<Route> routes_;  // [model layers]
+};
+
+}  // namespace mstar
