@@ -6,10 +6,10 @@ A folder holds `config.json`, `generation_config.json` and either
 `model.safetensors.index.json`, laid out as transformers writes them.
 
 Init (chosen so tiny random models give non-degenerate attention and logits
-with clear greedy margins; HF's own init, normal with std 0.02, gives
-near-uniform attention and logits within a few 1e-3 of each other):
+with clear greedy margins; HF's own init, normal with std 0.02 everywhere,
+gives near-uniform attention and logits within a few 1e-3 of each other):
 
-  embed_tokens                      N(0, 1)
+  embed_tokens                      N(0, 0.05^2)
   q/k/v/o, gate/up/down projections N(0, 1/fan_in), fan_in = shape[1]
   lm_head (untied)                  N(0, 1/hidden_size)
   RMSNorm weights                   1 + N(0, 0.1^2)
@@ -17,8 +17,12 @@ near-uniform attention and logits within a few 1e-3 of each other):
 
 With RMS-normalised inputs this makes every q, k, v element of order 1, so
 the scaled scores q.k/sqrt(head_dim) have spread about 1 and every residual
-update is of order 1. Untied logits have spread about 1; tied ones about
-sqrt(hidden_size), as with real tied models.
+update is of order 1. The embedding is kept small: the first RMSNorm
+rescales it anyway, and a residual stream led by the layers' updates rather
+than by the token's own embedding stops a tied model from favouring the
+token it just read (with embeddings of std 1, greedy decoding of a tied
+model repeats one token forever). Untied logits have spread about 1, tied
+ones about 0.05 * sqrt(hidden_size).
 
 Values are drawn in float32 from numpy's PCG64, one generator per tensor
 seeded from (seed, tensor name), so a tensor's values do not depend on which
@@ -44,6 +48,8 @@ DTYPES = {
 }
 
 TRANSFORMERS_VERSION = "4.45.0"
+
+EMBED_STD = 0.05
 
 # Elements generated per block while streaming a tensor (whole rows only).
 BLOCK_ELEMENTS = 1 << 22
@@ -215,7 +221,7 @@ def iter_values(spec: TensorSpec, seed: int) -> Iterator[np.ndarray]:
     block = max(row, BLOCK_ELEMENTS // row * row)
     rng = _rng(seed, spec.name)
     if spec.kind == "embed":
-        std, mean = 1.0, 0.0
+        std, mean = EMBED_STD, 0.0
     elif spec.kind == "proj":
         std, mean = 1.0 / np.sqrt(spec.shape[1]), 0.0
     elif spec.kind == "lm_head":
