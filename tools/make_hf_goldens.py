@@ -192,6 +192,27 @@ def check_gqa(model: ref.Model, cfg: dict, weights: dict, ids) -> None:
     check(close(mha.forward_full(ids), model.forward_full(ids), 1e-12), "GQA == MHA with repeated KV heads")
 
 
+def check_matrix_attention(model: ref.Model, ids) -> None:
+    """ref.attend (per-query visible lists) against the way transformers
+    writes causal attention: KV heads repeated to the query heads, one score
+    matrix per head, an additive -inf mask above the diagonal."""
+    n = len(ids)
+    pos = np.arange(n)
+    mask = np.triu(np.full((n, n), -np.inf), 1)
+    rep = model.Hq // model.Hkv
+    x = model.embed(ids)
+    for l in range(model.L):
+        q, k, v = model.qkv(l, x)
+        q = ref.rope(q, pos, model.inv_freq).transpose(1, 0, 2)           # [Hq, n, D]
+        k = np.repeat(ref.rope(k, pos, model.inv_freq), rep, axis=1).transpose(1, 0, 2)
+        v = np.repeat(v, rep, axis=1).transpose(1, 0, 2)
+        s = q @ k.transpose(0, 2, 1) / np.sqrt(model.D) + mask
+        p = np.exp(s - s.max(-1, keepdims=True))
+        p /= p.sum(-1, keepdims=True)
+        x = model.finish_layer(l, x, (p @ v).transpose(1, 0, 2))
+    check(close(model.logits(x), model.forward_full(ids), 1e-12), "attend == masked-matrix attention")
+
+
 def check_files(g: dict, cfg: dict, weights: dict) -> None:
     """The same weights through another file layout load identically:
     one file instead of shards; and for tied models, an untied copy whose
@@ -225,12 +246,17 @@ def check_bounded_semantics(model: ref.Model, voice, prompt, runs, full_teacher)
     for mode in ("stream", "cache"):
         toks, _, lg, _ = ref.generate_bounded(model, voice, prompt, BOUNDED_STEPS, SINK, big, mode)
         check(toks == toks_f and close(lg, lg_f), f"{mode} mode == full attention while nothing is evicted")
-    # In the real run, choices made before any eviction equal full attention.
+    # In the real run, choices made by steps that start with nothing evicted
+    # (n <= sink + window, which n + span <= sink + window implies) equal
+    # full attention: here choices 0 and 1.
+    checked = 0
     for mode, (toks, _, lg) in runs.items():
         for k in range(BOUNDED_STEPS):
-            n, span = (VOICE_LEN, PROMPT_LEN) if k == 0 else (VOICE_LEN + PROMPT_LEN + k - 1, 1)
-            if n + span <= SINK + WINDOW:
+            n = VOICE_LEN if k == 0 else VOICE_LEN + PROMPT_LEN + k - 1
+            if n <= SINK + WINDOW:
                 check(close(lg[k], full_teacher[mode][k]), f"{mode} choice {k} (nothing evicted) == full")
+                checked += 1
+    check(checked == 4, "choices 0 and 1 of both modes were compared with full attention")
     # With no sink the retained entries are contiguous, so cache positions
     # are stream positions shifted by a constant, and RoPE attention depends
     # only on differences: the two modes must agree.
@@ -326,6 +352,7 @@ def make_golden(g: dict) -> dict:
     check_rope(model, cfg)
     check_files(dict(g, seed=seed), cfg, weights)
     check_gqa(model, cfg, weights, voice + prompt)
+    check_matrix_attention(model, voice + prompt + full[0])
     teacher = {mode: teacher_forced_full(model, voice, prompt, runs[mode][0]) for mode in runs}
     check_bounded_semantics(model, voice, prompt, runs, teacher)
     # Full: the logits of choice 0 are those of the last prompt position.
