@@ -10,8 +10,9 @@ Rerunning reproduces byte-identical files (same numpy): weights come from
 seeded generators, the voice/prompt search is a fixed sequence of seeds,
 and logits are written rounded to 9 significant digits so that the last
 bits of float64 sums cannot show. docs/hf-decoders.md states the model and
-the layout of golden.json. The script checks the reference against itself
-before writing anything it could not vouch for (see `self_checks`).
+the layout of golden.json. A golden.json is written only after the
+reference has passed the checks against itself (the check_* functions);
+any failure stops the script.
 """
 import os
 
