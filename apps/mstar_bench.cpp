@@ -133,6 +133,19 @@ int main(int argc, char** argv) {
   run->add_option("--repeats", rrepeats, "runs of the workload")->check(CLI::PositiveNumber);
   run->add_option("--streams", streams, "concurrent streams to sweep, comma-separated");
   run->add_option("--tokens", tokens, "tokens (or frames) per stream in the sweep")->check(CLI::PositiveNumber);
+  std::string folder, kind = "qwen2", cbackend = "cpu";
+  int cthreads = 2;
+  int64_t window = 252;
+  std::string cstreams = "1,4,16";
+  auto* ckpt = app.add_subcommand("checkpoint", "a Hugging Face checkpoint folder as a speech model: load, memory, "
+                                                "single-stream and aggregate decode");
+  ckpt->add_option("folder", folder, "checkpoint folder (config.json, safetensors)")->required();
+  ckpt->add_option("--kind", kind, "family: llama or qwen2")->check(CLI::IsMember({"llama", "qwen2"}));
+  ckpt->add_option("--backend", cbackend, "reference, cpu or cuda")->check(CLI::IsMember({"reference", "cpu", "cuda"}));
+  ckpt->add_option("--threads", cthreads, "threads")->check(CLI::Range(1, 1024));
+  ckpt->add_option("--streams", cstreams, "concurrent streams to sweep, comma-separated");
+  ckpt->add_option("--tokens", tokens, "tokens each stream decodes")->check(CLI::Range(1, 1 << 20));
+  ckpt->add_option("--window", window, "the bounded cache's window")->check(CLI::Range(1, 1 << 20));
   auto* stream = app.add_subcommand("stream", "one stream of growing length: bounded against full-history cache");
   stream->add_option("config", config, "tts deployment YAML")->required();
   stream->add_option("--set", sets, "dotted.key=value overrides");
@@ -190,6 +203,12 @@ int main(int argc, char** argv) {
       std::cout << render(bench_run(d, rrepeats), fmt_out);
       if (fmt_out == Format::markdown) std::cout << "\n";
       std::cout << render(bench_concurrency(config, sets, parse_list(streams), tokens), fmt_out);
+    } else if (*ckpt) {
+      const CheckpointBench b =
+          bench_checkpoint(folder, kind, parse_backend(cbackend, "--backend"), cthreads, parse_list(cstreams), tokens, window);
+      std::cout << render(b.load, fmt_out);
+      if (fmt_out == Format::markdown) std::cout << "\n";
+      std::cout << render(b.sweep, fmt_out);
     } else if (*stream) {
       const ResolvedDeployment d = resolve_or_throw(config, sets);
       const auto points = bench_stream(d, parse_list(lengths), probe);

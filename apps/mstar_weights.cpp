@@ -25,9 +25,7 @@ int main(int argc, char** argv) {
       return mstar::cli::kInvalid;
     }
     const auto specs = m->arch->tensors();
-    const mstar::Weights w = m->weights.dummy_seed
-                                 ? mstar::Weights::dummy(specs, static_cast<uint64_t>(*m->weights.dummy_seed))
-                                 : mstar::Weights::load(m->weight_files(), specs);
+    const mstar::Weights w = m->load_weights();
     mstar::write_weights(w, specs, out, dt);
     fmt::print("{}: {} tensors, {}\n", out, w.all().size(), dtype);
     return mstar::cli::kOk;

@@ -97,7 +97,7 @@ std::vector<float> full_history_logits(const TtsArchitecture& a, const Weights& 
 
 // Greedy decoding through the bounded cache: the voice prefilled as source
 // 1, the prompt in one step, then one token a step.
-std::vector<int32_t> greedy_through_cache(TtsModel& model, ResourceSet& kv, const std::vector<int32_t>& voice,
+std::vector<int32_t> greedy_through_cache(TokenModel& model, ResourceSet& kv, const std::vector<int32_t>& voice,
                                           const std::vector<int32_t>& prompt, int steps,
                                           std::vector<std::vector<float>>* all_logits = nullptr) {
   for (BoundedKVManager* b : kv.all<BoundedKVManager>()) b->register_source(1, static_cast<int64_t>(voice.size()));
@@ -147,7 +147,8 @@ TEST_CASE("tts: with a window as long as the stream, greedy tokens equal the ful
       CAPTURE(to_string(b));
       const TtsArchitecture a = tts_arch(positions);
       const Weights w = Weights::dummy(a.tensors(), 5);
-      TtsModel model(a, w, ModelOptions{b, 2});
+      auto model_built = tts_family().make(a, w, ModelOptions{b, 2});
+      auto& model = dynamic_cast<TokenModel&>(*model_built);
       ResourceSet kv({tts_kv(a, SinkWindow{4, 64})}, ResourceOptions{b, 2});
       const std::vector<int32_t> voice{3, 14, 15, 9, 26, 5}, prompt{7, 1, 8, 2, 8};
       const auto cached = greedy_through_cache(model, kv, voice, prompt, 24);
@@ -166,7 +167,8 @@ TEST_CASE("tts: a small window streams 20 times its length with memory_bytes unc
   for (const char* positions : {"stream", "cache"}) {
     const TtsArchitecture a = tts_arch(positions);
     const Weights w = Weights::dummy(a.tensors(), 5);
-    TtsModel model(a, w, ModelOptions{Backend::cpu, 1});
+    auto model_built = tts_family().make(a, w, ModelOptions{Backend::cpu, 1});
+      auto& model = dynamic_cast<TokenModel&>(*model_built);
     ResourceSet kv({tts_kv(a, SinkWindow{2, 8})}, ResourceOptions{Backend::cpu, 1});
     const std::size_t before = kv.memory_bytes() + 2 * 1 * 1 * 6 * 16 * 4 * 2;  // plus the 6-entry source to come
     const auto tokens = greedy_through_cache(model, kv, {1, 2, 3, 4, 5, 6}, {9, 9}, 20 * 10);
@@ -180,7 +182,8 @@ TEST_CASE("tts: cpu and reference backends agree on logits within 1e-3") {
   const Weights w = Weights::dummy(a.tensors(), 5);
   std::vector<std::vector<float>> ref_logits, cpu_logits;
   for (Backend b : {Backend::reference, Backend::cpu}) {
-    TtsModel model(a, w, ModelOptions{b, 2});
+    auto model_built = tts_family().make(a, w, ModelOptions{b, 2});
+      auto& model = dynamic_cast<TokenModel&>(*model_built);
     ResourceSet kv({tts_kv(a, SinkWindow{2, 6})}, ResourceOptions{b, 2});
     greedy_through_cache(model, kv, {4, 4, 2}, {1, 2, 3}, 30, b == Backend::reference ? &ref_logits : &cpu_logits);
   }
@@ -200,7 +203,8 @@ TEST_CASE("tts: layers split over two resources of different windows route each 
     l1.resource_key = "short", l1.layers = {1}, l1.config.num_layers = 1;
     return std::vector<ResourceSpec>{l0, l1};
   };
-  TtsModel model(a, w, ModelOptions{Backend::cpu, 1});
+  auto model_built = tts_family().make(a, w, ModelOptions{Backend::cpu, 1});
+      auto& model = dynamic_cast<TokenModel&>(*model_built);
   ResourceSet whole({tts_kv(a, SinkWindow{4, 64})}, ResourceOptions{Backend::cpu, 1});
   ResourceSet both_long(split(64), ResourceOptions{Backend::cpu, 1});
   ResourceSet evicting(split(4), ResourceOptions{Backend::cpu, 1});
@@ -224,7 +228,10 @@ TEST_CASE("weights: the safetensors file the tool writes loads back to the same 
   write_weights(dummy, specs, file, DType::f32);
   const Weights loaded = Weights::load({file}, specs);
   for (const auto& [name, t] : dummy.all()) CHECK(std::memcmp(t.data, loaded.get(name).data, t.bytes) == 0);
-  TtsModel ma(a, dummy, ModelOptions{Backend::cpu, 1}), mb(a, loaded, ModelOptions{Backend::cpu, 1});
+  auto ma_built = tts_family().make(a, dummy, ModelOptions{Backend::cpu, 1});
+  auto mb_built = tts_family().make(a, loaded, ModelOptions{Backend::cpu, 1});
+  auto& ma = dynamic_cast<TokenModel&>(*ma_built);
+  auto& mb = dynamic_cast<TokenModel&>(*mb_built);
   ResourceSet kva({tts_kv(a, SinkWindow{2, 8})}, ResourceOptions{Backend::cpu, 1});
   ResourceSet kvb({tts_kv(a, SinkWindow{2, 8})}, ResourceOptions{Backend::cpu, 1});
   CHECK(greedy_through_cache(ma, kva, {1, 2, 3}, {4, 5}, 20) == greedy_through_cache(mb, kvb, {1, 2, 3}, {4, 5}, 20));

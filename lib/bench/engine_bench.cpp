@@ -85,12 +85,40 @@ Table bench_concurrency(const std::filesystem::path& config, const std::vector<s
   return t;
 }
 
+CheckpointBench bench_checkpoint(const std::filesystem::path& folder, const std::string& kind, Backend backend,
+                                 int threads, const std::vector<int64_t>& streams, int64_t tokens, int64_t window) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / fmt::format("mstar-bench-checkpoint-{}", ::getpid());
+  fs::create_directories(dir);
+  std::ofstream(dir / "m.yaml") << fmt::format(
+      "name: bench\nkind: {}\ncheckpoint: {}\nresources:\n  - resource_key: kv\n    type: bounded_kv\n"
+      "    nodes: attn.*\n    config:\n      rows_per_request: 1\n      max_source_len: 64\n"
+      "      retention: {{sink: 4, window: {}}}\n      query_window: 64\n",
+      kind, fs::absolute(folder).string(), window);
+  std::ofstream(dir / "c.yaml") << fmt::format(
+      "model: m.yaml\nbackend: {}\nkv_dtype: bf16\nthreads: {}\nworkload:\n  voices:\n    v: {{seed: 1, length: 64}}\n"
+      "  requests: {{count: 1, voices: [v], prompt_tokens: 16, max_tokens: {}, sampling: {{temperature: 0.8}}}}\n",
+      to_string(backend), threads, tokens);
+  CheckpointBench out;
+  {
+    const ResolvedDeployment d = resolve_or_throw(dir / "c.yaml", {});
+    const int64_t rss_before = current_rss_bytes();
+    const auto t0 = Clock::now();
+    auto engine = Engine::create(d);
+    const double load_s = std::chrono::duration<double>(Clock::now() - t0).count();
+    out.load = Table{{"load_s", "weights_mib", "rss_before_mib", "rss_after_load_mib"},
+                     {{load_s, static_cast<double>(d.model.weights_bytes) / (1 << 20),
+                       static_cast<double>(rss_before) / (1 << 20), static_cast<double>(current_rss_bytes()) / (1 << 20)}}};
+  }
+  out.sweep = bench_concurrency(dir / "c.yaml", {}, streams, tokens);
+  fs::remove_all(dir);
+  return out;
+}
+
 std::vector<StreamPoint> bench_stream(const ResolvedDeployment& d, const std::vector<int64_t>& lengths, int probe) {
   if (d.model.family->task != "speech" || d.model.resources.size() != 1)
     throw ConfigError("mstar-bench stream needs a speech deployment with one bounded resource");
-  const Weights w = d.model.weights.dummy_seed
-                        ? Weights::dummy(d.model.arch->tensors(), static_cast<uint64_t>(*d.model.weights.dummy_seed))
-                        : Weights::load(d.model.weight_files(), d.model.arch->tensors());
+  const Weights w = d.model.load_weights();
   const ModelOptions options{d.deployment.backend, static_cast<int>(d.deployment.threads)};
   std::unique_ptr<Model> built = d.model.family->make(*d.model.arch, w, options);
   auto& model = dynamic_cast<TokenModel&>(*built);

@@ -9,6 +9,7 @@
 
 #include "bench/report.h"
 #include "config/deployment.h"
+#include "backend.h"
 #include "engine/stats.h"
 
 namespace mstar::bench {
@@ -24,6 +25,17 @@ Table bench_run(const ResolvedDeployment& d, int repeats);
 // share of a step.
 Table bench_concurrency(const std::filesystem::path& config, const std::vector<std::string>& sets,
                         const std::vector<int64_t>& streams, int64_t tokens);
+
+// A Hugging Face checkpoint folder served as a speech model (a manifest and
+// deployment written for it): how long loading takes (weights mapped, model
+// and resources built, one voice prefilled), the resident memory after it,
+// and the concurrency sweep. `window` is the bounded cache's window.
+struct CheckpointBench {
+  Table load;   // load_s, weights_mib, rss_after_load_mib
+  Table sweep;  // bench_concurrency's table
+};
+CheckpointBench bench_checkpoint(const std::filesystem::path& folder, const std::string& kind, Backend backend,
+                                 int threads, const std::vector<int64_t>& streams, int64_t tokens, int64_t window);
 
 struct StreamPoint {
   int64_t length;

@@ -21,8 +21,15 @@ std::vector<ResourceSpec> ModelManifest::resource_specs() const {
 }
 
 std::vector<std::filesystem::path> ModelManifest::weight_files() const {
+  if (!checkpoint.empty()) return family->weight_files(checkpoint);
   if (weights.file.empty()) return {};
   return mstar::weight_files(path.parent_path() / weights.file);
+}
+
+Weights ModelManifest::load_weights() const {
+  if (weights.dummy_seed && checkpoint.empty())
+    return Weights::dummy(arch->tensors(), static_cast<uint64_t>(*weights.dummy_seed));
+  return Weights::load(weight_files(), arch->tensors());
 }
 
 namespace {
@@ -131,22 +138,28 @@ std::optional<ResourceDecl> read_resource(const YAML::Node& n, YamlContext& ctx,
   return ResourceDecl{type, spec};
 }
 
-void check_weights(const YAML::Node& at, YamlContext& ctx, const ModelManifest& m) {
+// Checks the weights files' headers against the architecture's tensors and
+// sums their bytes; `what` names the key the files come from. A checkpoint's
+// tensors may be any of F32, F16, BF16; a manifest's must be weights.dtype.
+void check_weights(const YAML::Node& at, YamlContext& ctx, ModelManifest& m, const std::string& what) {
   std::vector<std::filesystem::path> files;
   try {
     files = m.weight_files();
   } catch (const InputError& e) {
-    ctx.error(at, fmt::format("weights.file: {}", e.what()));
+    ctx.error(at, fmt::format("{}: {}", what, e.what()));
     return;
   }
-  const std::string want_dtype(safetensors_name(m.weights.dtype));
+  const std::string label = m.checkpoint.empty() ? fmt::format("weights.file {}", m.weights.file)
+                                                 : fmt::format("checkpoint {}", m.checkpoint.string());
+  const std::optional<std::string> want_dtype =
+      m.checkpoint.empty() ? std::optional<std::string>(safetensors_name(m.weights.dtype)) : std::nullopt;
   std::map<std::string, std::pair<SafetensorsEntry, std::string>> found;  // name -> (entry, file)
   for (const auto& file : files) {
     SafetensorsHeader h;
     try {
       h = read_safetensors_header(file);
     } catch (const InputError& e) {
-      ctx.error(at, fmt::format("weights.file: {}", e.what()));
+      ctx.error(at, fmt::format("{}: {}", what, e.what()));
       return;
     }
     for (const auto& [name, e] : h.tensors) found.emplace(name, std::make_pair(e, file.filename().string()));
@@ -156,25 +169,27 @@ void check_weights(const YAML::Node& at, YamlContext& ctx, const ModelManifest& 
     expected.insert(t.name);
     auto it = found.find(t.name);
     if (it == found.end()) {
-      ctx.error(at, fmt::format("weights.file {}: tensor '{}' is missing", m.weights.file, t.name));
+      ctx.error(at, fmt::format("{}: tensor '{}' is missing", label, t.name));
       continue;
     }
     const SafetensorsEntry& e = it->second.first;
-    if (e.dtype != want_dtype)
-      ctx.error(at, fmt::format("weights.file {}: tensor '{}' is {} but weights.dtype says {}", m.weights.file, t.name,
-                                e.dtype, want_dtype));
+    const std::optional<DType> dt = find_dtype(e.dtype);
+    if (want_dtype && e.dtype != *want_dtype)
+      ctx.error(at, fmt::format("{}: tensor '{}' is {} but weights.dtype says {}", label, t.name, e.dtype, *want_dtype));
+    else if (!dt || e.dtype != safetensors_name(*dt))
+      ctx.error(at, fmt::format("{}: tensor '{}' has dtype {} (expected F32, F16 or BF16)", label, t.name, e.dtype));
     else if (e.shape != t.shape)
-      ctx.error(at, fmt::format("weights.file {}: tensor '{}' has shape [{}] but the architecture needs [{}]",
-                                m.weights.file, t.name, fmt::join(e.shape, ", "), fmt::join(t.shape, ", ")));
-    else if (e.end - e.begin != static_cast<uint64_t>(t.numel()) * dtype_size(m.weights.dtype))
-      ctx.error(at, fmt::format("weights.file {}: tensor '{}' holds {} bytes, not the {} its shape needs",
-                                m.weights.file, t.name, e.end - e.begin,
-                                static_cast<uint64_t>(t.numel()) * dtype_size(m.weights.dtype)));
+      ctx.error(at, fmt::format("{}: tensor '{}' has shape [{}] but the architecture needs [{}]", label, t.name,
+                                fmt::join(e.shape, ", "), fmt::join(t.shape, ", ")));
+    else if (e.end - e.begin != static_cast<uint64_t>(t.numel()) * dtype_size(*dt))
+      ctx.error(at, fmt::format("{}: tensor '{}' holds {} bytes, not the {} its shape needs", label, t.name,
+                                e.end - e.begin, static_cast<uint64_t>(t.numel()) * dtype_size(*dt)));
+    else
+      m.weights_bytes += e.end - e.begin;
   }
   for (const auto& [name, e] : found)
     if (!expected.count(name))
-      ctx.error(at, fmt::format("weights.file {}: unexpected tensor '{}' (not part of this architecture)",
-                                m.weights.file, name));
+      ctx.error(at, fmt::format("{}: unexpected tensor '{}' (not part of this architecture)", label, name));
 }
 
 std::string names_list(const std::vector<std::string>& names) {
@@ -192,11 +207,11 @@ std::optional<ModelManifest> load_manifest(const std::filesystem::path& path, co
   auto root = load_yaml_file(path, label, diags);
   if (!root) return std::nullopt;
   YamlContext ctx(label, diags);
-  auto top = read_map(*root, ctx, "manifest", {"name", "kind", "architecture", "weights", "resources"});
+  auto top = read_map(*root, ctx, "manifest", {"name", "kind", "architecture", "weights", "checkpoint", "positions", "resources"});
   if (!top) return std::nullopt;
   ModelManifest m;
   m.path = path;
-  for (const char* key : {"name", "kind", "architecture", "weights", "resources"})
+  for (const char* key : {"name", "kind", "resources"})
     if (!top->find(key)) ctx.error(*root, fmt::format("manifest: missing required key '{}'", key));
   if (const YAML::Node* n = top->find("name")) read_yaml(*n, ctx, "name", m.name);
   if (const YAML::Node* n = top->find("kind")) {
@@ -210,23 +225,69 @@ std::optional<ModelManifest> load_manifest(const std::filesystem::path& path, co
       }
     }
   }
-  if (const YAML::Node* n = top->find("architecture"); n && m.family) {
-    if (auto e = read_any_map(*n, ctx, "architecture")) {
-      YamlFieldSource src(*e, ctx, "architecture");
-      ArchitectureInput in{src};
-      std::unique_ptr<Architecture> arch = m.family->read_architecture(in);
-      const bool keys_ok = src.finish() && e->items.size() == n->size();
-      if (arch && keys_ok) m.arch = std::move(arch);
+  if (m.family && m.family->from_checkpoint) {
+    // The architecture and weights are the checkpoint's: stating them here
+    // would be a second, possibly different, truth.
+    for (const char* key : {"architecture", "weights"})
+      if (const YAML::Node* n = top->find(key))
+        ctx.error(*n, fmt::format("{}: not set for a model of kind {}: it comes from the checkpoint folder's "
+                                  "config.json and safetensors files",
+                                  key, m.family->name));
+    std::string positions = "stream";
+    if (const YAML::Node* n = top->find("positions")) {
+      if (read_yaml(*n, ctx, "positions", positions) && positions != "stream" && positions != "cache") {
+        ctx.error(*n, fmt::format("positions: expected stream or cache, got '{}'", positions));
+        positions = "stream";
+      }
     }
-  }
-  if (const YAML::Node* n = top->find("weights")) {
-    if (read_yaml_fields(*n, ctx, "weights", m.weights, FieldMode::standalone)) {
-      const bool has_seed = m.weights.dummy_seed.has_value(), has_file = !m.weights.file.empty();
-      if (has_seed == has_file)
-        ctx.error(*n, "weights: give exactly one of dummy_seed (a deterministic dummy initialisation) or file (a "
-                      "safetensors file or shard index)");
-      else if (has_file && m.arch)
-        check_weights((*n)["file"], ctx, m);
+    const YAML::Node* cp = top->find("checkpoint");
+    std::string folder;
+    if (!cp) ctx.error(*root, fmt::format("manifest: missing required key 'checkpoint' (a model of kind {} is a "
+                                          "Hugging Face folder)",
+                                          m.family->name));
+    else if (read_yaml(*cp, ctx, "checkpoint", folder)) {
+      m.checkpoint = path.parent_path() / folder;
+      ArchitectureInput in;
+      in.checkpoint = m.checkpoint;
+      in.positions = positions;
+      in.error = [&](const std::string& msg) { ctx.error(*cp, fmt::format("checkpoint: {}", msg)); };
+      std::unique_ptr<Architecture> arch = m.family->read_architecture(in);
+      if (arch) {
+        m.arch = std::move(arch);
+        check_weights(*cp, ctx, m, "checkpoint");
+      }
+    }
+  } else {
+    for (const char* key : {"checkpoint", "positions"})
+      if (const YAML::Node* n = top->find(key))
+        ctx.error(*n, fmt::format("{}: only a checkpoint family (llama, qwen2) names one; this model states its "
+                                  "architecture",
+                                  key));
+    for (const char* key : {"architecture", "weights"})
+      if (!top->find(key)) ctx.error(*root, fmt::format("manifest: missing required key '{}'", key));
+    if (const YAML::Node* n = top->find("architecture"); n && m.family) {
+      if (auto e = read_any_map(*n, ctx, "architecture")) {
+        YamlFieldSource src(*e, ctx, "architecture");
+        ArchitectureInput in;
+        in.fields = &src;
+        std::unique_ptr<Architecture> arch = m.family->read_architecture(in);
+        const bool keys_ok = src.finish() && e->items.size() == n->size();
+        if (arch && keys_ok) m.arch = std::move(arch);
+      }
+    }
+    if (const YAML::Node* n = top->find("weights")) {
+      if (read_yaml_fields(*n, ctx, "weights", m.weights, FieldMode::standalone)) {
+        const bool has_seed = m.weights.dummy_seed.has_value(), has_file = !m.weights.file.empty();
+        if (has_seed == has_file) {
+          ctx.error(*n, "weights: give exactly one of dummy_seed (a deterministic dummy initialisation) or file (a "
+                        "safetensors file or shard index)");
+        } else if (has_file && m.arch) {
+          check_weights((*n)["file"], ctx, m, "weights.file");
+        } else if (m.arch) {
+          for (const TensorSpec& t : m.arch->tensors())
+            m.weights_bytes += static_cast<std::size_t>(t.numel()) * dtype_size(m.weights.dtype);
+        }
+      }
     }
   }
   // Resources need the architecture (layers, heads, head_dim).

@@ -10,6 +10,11 @@
 //   weights: {dummy_seed: 7}       # or {file: w.safetensors} / {file: model.safetensors.index.json}
 //   resources:
 //     - resource_key: voice_kv
+//
+// A checkpoint family (llama, qwen2) names its Hugging Face folder instead of
+// an architecture and weights, and may choose how cached keys carry positions:
+//   checkpoint: ../path/to/folder   # config.json, model.safetensors or shards
+//   positions: stream               # or cache
 //       type: bounded_kv           # what the family's attention needs
 //       nodes: attn.*              # or [attn.0, attn.2, ...]: the layers it serves
 //       config: {...}              # the resource's own fields
@@ -25,6 +30,7 @@
 #include "core/fields.h"
 #include "models/architecture.h"
 #include "models/family.h"
+#include "models/weights.h"
 #include "resources/resource_set.h"
 
 namespace mstar {
@@ -53,13 +59,17 @@ struct ModelManifest {
   std::string name;
   const ModelFamily* family = nullptr;
   std::shared_ptr<const Architecture> arch;
-  WeightsSpec weights;
+  WeightsSpec weights;                // families that state their architecture
+  std::filesystem::path checkpoint;   // checkpoint families: the folder, resolved against the manifest
   std::vector<ResourceDecl> resources;
   std::filesystem::path path;  // where it was read from
+  std::size_t weights_bytes = 0;  // every tensor as stored (or as the dummy initialisation makes it)
 
   std::vector<ResourceSpec> resource_specs() const;
-  // The weights file(s) (the shards of an index), resolved against the manifest.
+  // The weights files (the shards of an index), resolved; empty for a dummy initialisation.
   std::vector<std::filesystem::path> weight_files() const;
+  // The weights: mapped from the files, or the dummy initialisation.
+  Weights load_weights() const;
 };
 
 // Reads and checks a manifest; every problem goes to `diags` (with `label`

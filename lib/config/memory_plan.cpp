@@ -18,9 +18,17 @@ json geometry_json(const RingGeometry& g) {
   return json{{"ring_frames", g.ring_frames}, {"ring_buckets", g.ring_buckets}, {"pinned_dilation", g.pinned_dilation}};
 }
 
-json bounded_json(const BoundedKVSpec& s) {
+// The workload's voices are sources every bounded resource stores once:
+// [layers, rows, H, len, 2D] each, in the cache dtype.
+json bounded_json(const BoundedKVSpec& s, const json& workload) {
   const BoundedKVConfig& c = s.config;
   const BoundedKVMemory m = memory_report(c);
+  std::size_t sources = 0;
+  if (workload.contains("voices"))
+    for (const auto& [name, tokens] : workload["voices"].items())
+      sources += static_cast<std::size_t>(c.num_layers * c.rows_per_request * c.num_heads *
+                                          static_cast<int64_t>(tokens.size()) * 2 * c.head_dim) *
+                 dtype_size(c.dtype);
   return json{{"resource_key", s.resource_key},
               {"type", "bounded_kv"},
               {"layers", c.num_layers},
@@ -32,7 +40,9 @@ json bounded_json(const BoundedKVSpec& s) {
               {"max_retained_per_request", c.max_retained()},
               {"slots", c.max_slots},
               {"bytes_per_slot", m.bytes_per_slot},
-              {"total_bytes", m.total_bytes}};
+              {"pool_bytes", m.total_bytes},
+              {"source_bytes", sources},
+              {"total_bytes", m.total_bytes + sources}};
 }
 
 json ring_json(const RingKVSpec& s) {
@@ -77,18 +87,22 @@ json workload_json(const json& w) {
 json memory_plan_json(const ResolvedDeployment& r) {
   const ModelManifest& m = r.model;
   const Deployment& d = r.deployment;
-  const std::vector<TensorSpec> tensors = m.arch->tensors();
-  std::size_t wbytes = 0;
-  for (const TensorSpec& t : tensors) wbytes += static_cast<std::size_t>(t.numel()) * dtype_size(m.weights.dtype);
-  json weights{{"dtype", std::string(to_string(m.weights.dtype))}, {"bytes", wbytes}, {"tensors", tensors.size()}};
-  if (m.weights.dummy_seed) weights["dummy_seed"] = *m.weights.dummy_seed;
-  else weights["file"] = m.weights.file;
+  const std::size_t wbytes = m.weights_bytes;
+  json weights{{"bytes", wbytes}, {"tensors", m.arch->tensors().size()}};
+  if (!m.checkpoint.empty()) {
+    weights["checkpoint"] = m.checkpoint.lexically_normal().string();
+    weights["dtype"] = "as stored";
+  } else {
+    weights["dtype"] = std::string(to_string(m.weights.dtype));
+    if (m.weights.dummy_seed) weights["dummy_seed"] = *m.weights.dummy_seed;
+    else weights["file"] = m.weights.file;
+  }
   json resources = json::array();
   std::size_t kv = 0;
   for (const auto& res : m.resources) {
     json j = std::visit(
-        [](const auto& spec) {
-          if constexpr (std::is_same_v<std::decay_t<decltype(spec)>, BoundedKVSpec>) return bounded_json(spec);
+        [&](const auto& spec) {
+          if constexpr (std::is_same_v<std::decay_t<decltype(spec)>, BoundedKVSpec>) return bounded_json(spec, d.workload);
           else return ring_json(spec);
         },
         res.spec);
@@ -146,7 +160,10 @@ std::string memory_plan_text(const json& p) {
                        r["sink_capacity"].get<int64_t>(), r["window_capacity"].get<int64_t>(),
                        r["scratch_tokens"].get<int64_t>());
       o += fmt::format("  bytes     {} per slot x {} slots = {}\n", bytes(r["bytes_per_slot"].get<uint64_t>()),
-                       r["slots"].get<int64_t>(), bytes(r["total_bytes"].get<uint64_t>()));
+                       r["slots"].get<int64_t>(), bytes(r["pool_bytes"].get<uint64_t>()));
+      if (r["source_bytes"].get<uint64_t>() > 0)
+        o += fmt::format("  sources   the workload's voices, stored once: {}; with the pool {}\n",
+                         bytes(r["source_bytes"].get<uint64_t>()), bytes(r["total_bytes"].get<uint64_t>()));
     } else {
       o += fmt::format("  geometry  {} kv heads x head_dim {}, {} tokens per frame\n", c["num_kv_heads"].get<int64_t>(),
                        c["head_dim"].get<int64_t>(), c["tokens_per_frame"].get<int64_t>());
@@ -166,8 +183,9 @@ std::string memory_plan_text(const json& p) {
   }
   const json& w = m["weights"];
   o += fmt::format("\nweights     {} tensors, {}, {} = {}\n", w["tensors"].get<int64_t>(), w["dtype"].get<std::string>(),
-                   w.contains("file") ? "file " + w["file"].get<std::string>()
-                                      : fmt::format("dummy seed {}", w["dummy_seed"].get<int64_t>()),
+                   w.contains("checkpoint") ? "checkpoint " + w["checkpoint"].get<std::string>()
+                   : w.contains("file")     ? "file " + w["file"].get<std::string>()
+                                            : fmt::format("dummy seed {}", w["dummy_seed"].get<int64_t>()),
                    bytes(w["bytes"].get<uint64_t>()));
   const json& t = p["totals"];
   o += fmt::format("total       KV {} + weights {} = {}\n", bytes(t["kv_bytes"].get<uint64_t>()),

@@ -20,10 +20,7 @@ std::unique_ptr<Engine> Engine::create(const ResolvedDeployment& d) {
   const ModelManifest& m = e->d_.model;
   const ProgramKind* kind = find_program(m.family->task);
   MSTAR_ASSERT(kind, fmt::format("no program serves task '{}'", m.family->task));
-  if (m.weights.dummy_seed)
-    e->weights_ = std::make_unique<Weights>(Weights::dummy(m.arch->tensors(), static_cast<uint64_t>(*m.weights.dummy_seed)));
-  else
-    e->weights_ = std::make_unique<Weights>(Weights::load(m.weight_files(), m.arch->tensors()));
+  e->weights_ = std::make_unique<Weights>(m.load_weights());
   const ModelOptions options{e->d_.deployment.backend, static_cast<int>(e->d_.deployment.threads)};
   e->model_ = m.family->make(*m.arch, *e->weights_, options);
   e->kv_ = std::make_unique<ResourceSet>(m.resource_specs(), ResourceOptions{options.backend, options.threads});

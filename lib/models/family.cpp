@@ -1,5 +1,6 @@
 #include "models/family.h"
 
+#include "models/hf_decoder.h"
 #include "models/tts_model.h"
 #include "models/world_model.h"
 
@@ -13,6 +14,8 @@ const std::vector<ModelFamily>& registry() {
     std::vector<ModelFamily> f;
     f.push_back(tts_family());
     f.push_back(world_family());
+    f.push_back(llama_family());
+    f.push_back(qwen2_family());
     return f;
   }();
   return families;

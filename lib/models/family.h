@@ -2,6 +2,7 @@
 // Model families, by name: each registers how its architecture is read, what
 // task it serves, which resource type its attention needs, and how it is
 // built. Nothing above the registry branches on a family.
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <string>
@@ -16,10 +17,15 @@
 
 namespace mstar {
 
-// What a family's architecture is read from: the manifest's `architecture`
-// block (a FieldSource), for families whose geometry the manifest states.
+// What a family's architecture is read from. Families whose geometry the
+// manifest states (tts, world) read its `architecture` block through
+// `fields`; checkpoint families (llama, qwen2) read the Hugging Face folder
+// `checkpoint` (its config.json) and take the manifest's serving choices.
 struct ArchitectureInput {
-  FieldSource& fields;
+  FieldSource* fields = nullptr;            // the manifest's architecture block, or null
+  std::filesystem::path checkpoint;         // the checkpoint folder, or empty
+  std::string positions = "stream";         // stream or cache (checkpoint families)
+  std::function<void(const std::string&)> error;  // a problem of the checkpoint, with its file
 };
 
 struct ModelOptions {
@@ -32,9 +38,12 @@ struct ModelFamily {
   std::string task;   // which engine program serves it: "speech" or "frames"
   std::string resource_type;  // what every attention layer's resource must be
   std::string summary;        // one line, for messages
+  bool from_checkpoint = false;  // its manifest names a checkpoint folder instead of an architecture and weights
   // Reads and checks the architecture; reports every problem through the
   // input and returns null when there was any.
   std::function<std::unique_ptr<Architecture>(ArchitectureInput&)> read_architecture;
+  // Checkpoint families: the weights files of a checkpoint folder.
+  std::function<std::vector<std::filesystem::path>(const std::filesystem::path& folder)> weight_files;
   // Builds the model over weights that match arch.tensors() (weights must
   // outlive it).
   std::function<std::unique_ptr<Model>(const Architecture& arch, const Weights& weights, const ModelOptions& options)>

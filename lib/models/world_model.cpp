@@ -15,7 +15,8 @@ namespace {
 enum Use : int { kTime, kHeight, kWidth, kPos, kX, kPred, kLatents, kControls, kControlW, kNoise, kNormed, kOut };
 
 std::unique_ptr<Architecture> read_world(ArchitectureInput& in) {
-  FieldSource& src = in.fields;
+  MSTAR_ASSERT(in.fields, "the manifest reader hands an architecture block to a family that states one");
+  FieldSource& src = *in.fields;
   CommonArchitecture c;
   WorldFields w;
   const bool common_ok = read_common_architecture(src, c);

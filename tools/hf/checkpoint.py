@@ -152,6 +152,15 @@ SHAPES = {
         rms_norm_eps=1e-5, rope_theta=10000.0, max_position_embeddings=256,
         tie_word_embeddings=True, bos_token_id=1, eos_token_id=2,
         rope_scaling={"factor": 2.0, "type": "linear"}),
+    # The shipped demo (models/hf-demo-qwen2/, configs/hf-demo.yaml): a
+    # Qwen2.5-shaped speech LM cut small enough to commit (about 1 MB in
+    # bf16) and to stream many voices on two cores: a 1,024-token codec
+    # vocabulary, GQA with biases, tied embeddings.
+    "demo-qwen2": dict(
+        model_type="qwen2", hidden_size=128, intermediate_size=192, num_hidden_layers=3,
+        num_attention_heads=4, num_key_value_heads=2, vocab_size=1024, rms_norm_eps=1e-6,
+        rope_theta=1000000.0, max_position_embeddings=4096, tie_word_embeddings=True,
+        bos_token_id=1021, eos_token_id=1023),
     "tiny-qwen2-bias": dict(
         model_type="qwen2", hidden_size=48, intermediate_size=128, num_hidden_layers=2,
         num_attention_heads=6, num_key_value_heads=2, vocab_size=144, rms_norm_eps=1e-6,

@@ -1,0 +1,62 @@
+#pragma once
+// Hugging Face decoders as speech models: the "llama" and "qwen2" families
+// (docs/hf-decoders.md). The architecture comes from the checkpoint folder's
+// config.json (and generation_config.json when present), never from the
+// manifest; the tensors keep Hugging Face's names and are used in the dtype
+// they are stored in, straight from the memory-mapped files.
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "models/architecture.h"
+#include "models/family.h"
+
+namespace mstar {
+
+// rope_scaling, as config.json gives it ("rope_type", or "type" in older files).
+struct RopeScaling {
+  std::string type = "default";  // default, linear or llama3
+  double factor = 1.0;
+  double low_freq_factor = 1.0, high_freq_factor = 4.0;  // llama3
+  double original_max_position_embeddings = 8192;        // llama3
+};
+
+class HfArchitecture final : public Architecture {
+ public:
+  const TrunkShape& trunk() const override { return shape; }
+  std::vector<TensorSpec> tensors() const override;
+  nlohmann::json to_json() const override;
+  int64_t vocab_size() const override { return vocab; }
+
+  // The rotary frequencies of docs/hf-decoders.md, scaling applied.
+  std::vector<double> inv_freq() const;
+
+  std::string model_type;  // llama or qwen2
+  TrunkShape shape;        // norm_eps from rms_norm_eps; qkv_bias for qwen2
+  int64_t vocab = 0;
+  double rope_theta = 10000;
+  RopeScaling rope_scaling;
+  bool tie_word_embeddings = false;
+  std::optional<int64_t> bos;
+  std::vector<int32_t> eos;  // tokens that end a stream (generation_config.json's when present)
+  std::string positions = "stream";
+  std::filesystem::path checkpoint;
+};
+
+// Reads config.json (and generation_config.json) of `folder` for family
+// `family` (llama or qwen2); every problem goes to `error`, naming the file,
+// the key and the value. Null when there was any.
+std::unique_ptr<HfArchitecture> read_hf_architecture(const std::string& family, const std::filesystem::path& folder,
+                                                     const std::string& positions,
+                                                     const std::function<void(const std::string&)>& error);
+
+ModelFamily llama_family();
+ModelFamily qwen2_family();
+
+// The weights files of a Hugging Face folder: its shard index's shards, or
+// model.safetensors. Throws InputError naming the folder when it has neither.
+std::vector<std::filesystem::path> hf_weight_files(const std::filesystem::path& folder);
+
+}  // namespace mstar

@@ -1,0 +1,210 @@
+// Hugging Face llama and qwen2 checkpoints against goldens from an
+// independent float64 implementation (tools/hf/reference.py, written from
+// the transformers definitions; docs/hf-decoders.md). Each golden folder in
+// tests/data/hf/ is served through a manifest, as a user would.
+//
+// Tolerance on logits: 1e-5 absolute. The weights are identical in both
+// (bf16 or f32 values widened exactly); mstar computes activations in f32
+// with f32 KV here, the reference in float64, so the logits differ by
+// float32 rounding through two layers (measured at most 1.6e-6 on both
+// backends; logits are of order 1). Greedy tokens must be equal: the
+// goldens' smallest top-1 margin is 0.0076, far above that.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "config/manifest.h"
+#include "models/hf_decoder.h"
+#include "models/model.h"
+#include "resources/resource_set.h"
+#include "support.h"
+
+using namespace mstar;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path kData = fs::path(MSTAR_TEST_DATA) / "hf";
+
+json load_json(const fs::path& p) {
+  std::ifstream in(p);
+  return json::parse(in);
+}
+
+struct Loaded {
+  fs::path dir;
+  std::optional<ModelManifest> manifest;
+  std::string errors;
+};
+
+// Writes a manifest naming `folder` and loads it as mstar-check does.
+Loaded load(const fs::path& folder, const std::string& kind, const std::string& positions, int64_t sink,
+            int64_t window, const std::string& extra = "") {
+  static int n = 0;
+  Loaded l;
+  l.dir = fs::temp_directory_path() / fmt::format("mstar-hf-test-{}-{}", ::getpid(), n++);
+  fs::create_directories(l.dir);
+  std::ofstream(l.dir / "m.yaml") << fmt::format(
+      "name: t\nkind: {}\ncheckpoint: {}\npositions: {}\n{}resources:\n  - resource_key: kv\n    type: bounded_kv\n"
+      "    nodes: attn.*\n    config:\n      rows_per_request: 1\n      max_source_len: 10\n      min_source_len: 10\n"
+      "      retention: {{sink: {}, window: {}}}\n      max_slots: 2\n      query_window: 8\n      dtype: f32\n",
+      kind, folder.string(), positions, extra, sink, window);
+  Diagnostics d;
+  l.manifest = load_manifest(l.dir / "m.yaml", "m.yaml", d);
+  l.errors = d.str();
+  return l;
+}
+
+// A token model over the manifest's resources on `backend`.
+struct Served {
+  Weights weights;
+  std::unique_ptr<Model> built;
+  TokenModel* model;
+  ResourceSet kv;
+  Served(const ModelManifest& m, Backend b)
+      : weights(m.load_weights()),
+        built(m.family->make(*m.arch, weights, ModelOptions{b, 2})),
+        model(dynamic_cast<TokenModel*>(built.get())),
+        kv(m.resource_specs(), ResourceOptions{b, 2}) {}
+};
+
+// The golden protocol: the voice prefilled as the source, the prompt in one
+// step, then `steps` greedy choices fed back one token a step. Returns the
+// tokens and every choice's logits.
+std::vector<int32_t> run_greedy(Served& s, const std::vector<int32_t>& voice, const std::vector<int32_t>& prompt,
+                                int steps, std::vector<std::vector<float>>& logits) {
+  for (BoundedKVManager* b : s.kv.all<BoundedKVManager>()) b->register_source(1, static_cast<int64_t>(voice.size()));
+  s.model->prefill_source(s.kv, 1, voice, 1);
+  s.kv.ingest_request("r");
+  std::vector<int32_t> out, feed = prompt;
+  int64_t written = 0;
+  for (int k = 0; k < steps; ++k) {
+    Step st;
+    st.segments = {{"r", "step", static_cast<int64_t>(feed.size())}};
+    st.streams = {{"r", {static_cast<int64_t>(voice.size()), written, 1}}};
+    StepContext ctx;
+    ctx.add_rows("r", 1);
+    REQUIRE(s.kv.admit(st, ctx).ok());
+    s.kv.plan(st, ctx);
+    std::vector<float> lg;
+    s.model->step(s.kv, st, ctx, {feed}, lg);
+    s.kv.commit(st, ctx);
+    written += static_cast<int64_t>(feed.size());
+    const auto t = static_cast<int32_t>(std::max_element(lg.begin(), lg.end()) - lg.begin());
+    logits.push_back(std::move(lg));
+    out.push_back(t);
+    feed = {t};
+  }
+  return out;
+}
+
+float max_diff(const std::vector<float>& got, const json& want) {
+  float m = got.size() == want.size() ? 0.0f : INFINITY;
+  for (size_t i = 0; i < got.size() && i < want.size(); ++i)
+    m = std::max(m, std::fabs(got[i] - want[i].get<float>()));
+  return m;
+}
+
+constexpr float kTol = 1e-5f;
+
+}  // namespace
+
+TEST_CASE("hf: the goldens' checkpoints load through a manifest with their own architecture") {
+  Loaded l = load(kData / "llama-gqa-bf16", "llama", "stream", 4, 12);
+  REQUIRE_MESSAGE(l.manifest, l.errors);
+  const auto& a = dynamic_cast<const HfArchitecture&>(*l.manifest->arch);
+  CHECK(a.shape.width == 64);
+  CHECK(a.shape.heads == 4);
+  CHECK(a.shape.kv_heads == 2);
+  CHECK(a.shape.head_dim == 16);
+  CHECK(a.shape.norm_eps == doctest::Approx(1e-5));
+  CHECK(a.rope_scaling.type == "llama3");
+  CHECK(a.eos == std::vector<int32_t>{126, 127});
+  CHECK(l.manifest->weight_files().size() == 2);  // two shards through the index
+  // The scaled frequencies equal the reference's, band by band.
+  const json golden = load_json(kData / "llama-gqa-bf16" / "golden.json");
+  const std::vector<double> f = a.inv_freq();
+  REQUIRE(f.size() == golden["derived"]["inv_freq"].size());
+  for (size_t i = 0; i < f.size(); ++i) CHECK(f[i] == doctest::Approx(golden["derived"]["inv_freq"][i].get<double>()).epsilon(1e-12));
+  // Weights stay as stored: bf16, mapped, not copied to f32.
+  const Weights w = l.manifest->load_weights();
+  CHECK(w.get("model.layers.0.self_attn.q_proj.weight").dtype == DType::bf16);
+  CHECK(w.bytes() == l.manifest->weights_bytes);
+  fs::remove_all(l.dir);
+}
+
+TEST_CASE("hf: full attention logits and greedy tokens equal the independent reference, both backends") {
+  for (const char* name : {"llama-gqa-bf16", "llama-tied-f32", "qwen2-bias-bf16"})
+    for (Backend b : {Backend::reference, Backend::cpu}) {
+      CAPTURE(name);
+      CAPTURE(to_string(b));
+      const json golden = load_json(kData / name / "golden.json");
+      // A window longer than the whole run: nothing is evicted, so the
+      // bounded cache is full attention.
+      Loaded l = load(kData / name, golden["config"]["model_type"], "stream", 0, 64);
+      REQUIRE_MESSAGE(l.manifest, l.errors);
+      Served s(*l.manifest, b);
+      std::vector<std::vector<float>> logits;
+      const auto tokens = run_greedy(s, golden["voice"].get<std::vector<int32_t>>(),
+                                     golden["prompt"].get<std::vector<int32_t>>(), golden["full"]["steps"].get<int>(), logits);
+      CHECK(tokens == golden["full"]["tokens"].get<std::vector<int32_t>>());
+      CHECK(max_diff(logits[0], golden["full"]["logits"]) <= kTol);
+      fs::remove_all(l.dir);
+    }
+}
+
+TEST_CASE("hf: beyond the window, sink + window streams equal the reference's, in both position modes") {
+  for (const char* name : {"llama-gqa-bf16", "llama-tied-f32", "qwen2-bias-bf16"})
+    for (const char* positions : {"stream", "cache"})
+      for (Backend b : {Backend::reference, Backend::cpu}) {
+        CAPTURE(name);
+        CAPTURE(positions);
+        CAPTURE(to_string(b));
+        const json golden = load_json(kData / name / "golden.json");
+        const json& bounded = golden["bounded"];
+        Loaded l = load(kData / name, golden["config"]["model_type"], positions, bounded["sink"].get<int64_t>(),
+                        bounded["window"].get<int64_t>());
+        REQUIRE_MESSAGE(l.manifest, l.errors);
+        Served s(*l.manifest, b);
+        std::vector<std::vector<float>> logits;
+        const auto tokens = run_greedy(s, golden["voice"].get<std::vector<int32_t>>(),
+                                       golden["prompt"].get<std::vector<int32_t>>(), bounded["steps"].get<int>(), logits);
+        const json& want = bounded[positions];
+        CHECK(tokens == want["tokens"].get<std::vector<int32_t>>());
+        for (size_t i = 0; i < bounded["logit_steps"].size(); ++i) {
+          const auto k = bounded["logit_steps"][i].get<size_t>();
+          CAPTURE(k);
+          CHECK(max_diff(logits[k], want["logits"][i]) <= kTol);
+        }
+        fs::remove_all(l.dir);
+      }
+}
+
+TEST_CASE("hf: broken folders are refused before anything is allocated, naming the file and the reason") {
+  const json cases = load_json(kData / "bad" / "cases.json");
+  for (const auto& [name, c] : cases.items()) {
+    CAPTURE(name);
+    const fs::path folder = kData / "bad" / name;
+    const std::string kind =
+        fs::exists(folder / "config.json") ? load_json(folder / "config.json").value("model_type", "llama") : "llama";
+    Loaded l = load(folder, kind == "mistral" ? "llama" : kind, "stream", 4, 12);
+    CHECK(!l.manifest);
+    CHECK_MESSAGE(l.errors.find(c["mentions"].get<std::string>()) != std::string::npos, l.errors);
+    CHECK(l.errors.find("m.yaml:3:13: error: checkpoint") != std::string::npos);  // placed at the checkpoint key
+    fs::remove_all(l.dir);
+  }
+}
+
+TEST_CASE("hf: the manifest may not restate what the checkpoint says, and may not mix families") {
+  Loaded l = load(kData / "qwen2-bias-bf16", "llama", "stream", 4, 12);
+  CHECK(l.errors.find("model_type: 'qwen2', but the manifest says kind llama") != std::string::npos);
+  l = load(kData / "qwen2-bias-bf16", "qwen2", "stream", 4, 12, "architecture: {layers: 2}\n");
+  CHECK(l.errors.find("architecture: not set for a model of kind qwen2: it comes from the checkpoint folder's "
+                      "config.json") != std::string::npos);
+  l = load(kData / "qwen2-bias-bf16", "qwen2", "sideways", 4, 12);
+  CHECK(l.errors.find("positions: expected stream or cache, got 'sideways'") != std::string::npos);
+  l = load(kData / "no-such-folder", "qwen2", "stream", 4, 12);
+  CHECK(l.errors.find("no-such-folder: not a folder") != std::string::npos);
+}
