@@ -27,15 +27,18 @@ void TokenBytes::check_decoder(const JsonAt& j) {
   byte_level->only_keys({"type", "add_prefix_space", "trim_offsets", "use_regex"});
 }
 
-void TokenBytes::set(int32_t id, std::string_view token) {
+void TokenBytes::set_model(int32_t id, std::string_view token) {
   auto bytes = byte_level_decode(token);
   pending_.emplace_back(id, bytes ? std::move(*bytes) : std::string(token));
 }
+
+void TokenBytes::set_added(int32_t id, std::string_view content) { pending_.emplace_back(id, std::string(content)); }
 
 void TokenBytes::finish() {
   int32_t max_id = -1;
   for (const auto& p : pending_) max_id = std::max(max_id, p.first);
   std::vector<const std::string*> by_id(static_cast<size_t>(max_id + 1), nullptr);
+  // Later entries win: added tokens are stored after the model's.
   for (const auto& p : pending_) by_id[p.first] = &p.second;
   off_.assign(by_id.size() + 1, 0);
   for (size_t i = 0; i < by_id.size(); ++i) {

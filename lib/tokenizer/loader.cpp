@@ -95,7 +95,7 @@ std::shared_ptr<TokenizerImpl> load_tokenizer(const nlohmann::json& tokenizer, c
   for (int32_t id = 0; id <= t->model->max_id(); ++id) {
     if (const std::string* s = t->model->token(id)) {
       t->kind[id] = TokenizerImpl::Kind::Model;
-      t->bytes.set(id, *s);
+      t->bytes.set_model(id, *s);
       ++t->vocab_size;
     }
   }
@@ -104,7 +104,7 @@ std::shared_ptr<TokenizerImpl> load_tokenizer(const nlohmann::json& tokenizer, c
     if (t->kind[a.id] == TokenizerImpl::Kind::None) ++t->vocab_size;
     t->kind[a.id] = TokenizerImpl::Kind::Added;
     t->added_index[a.id] = static_cast<int32_t>(i);
-    t->bytes.set(a.id, a.content);
+    t->bytes.set_added(a.id, a.content);
     if (a.special) {
       t->special[a.id] = true;
       t->specials.push_back({a.id, a.content});
