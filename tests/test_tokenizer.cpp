@@ -18,6 +18,7 @@
 #include "core/errors.h"
 #include "tokenizer/bpe.h"
 #include "tokenizer/byte_level.h"
+#include "tokenizer/decoder.h"
 #include "tokenizer/json_at.h"
 #include "tokenizer/normalizer.h"
 #include "tokenizer/pre_tokenizer.h"
@@ -318,6 +319,8 @@ TEST_CASE("tokenizer: everything outside the supported subset is refused, naming
   expect_refused([](json& j) { j["decoder"] = nullptr; }, {"decoder", "null"});
   expect_refused([](json& j) { j["decoder"] = {{"type", "Sequence"}, {"decoders", {{{"type", "ByteFallback"}}}}}; },
                  {"decoder.decoders[0].type", "\"ByteFallback\""});
+  expect_refused([](json& j) { j["decoder"] = {{"type", "Sequence"}, {"decoders", {{{"type", "ByteLevel"}}, {{"type", "ByteFallback"}}}}}; },
+                 {"decoder.decoders[0].type", "\"ByteLevel\""});
   expect_refused([](json& j) { j["post_processor"]["processors"][1]["type"] = "BertProcessing"; },
                  {"post_processor.processors[1].type", "\"BertProcessing\""});
   expect_refused([](json& j) { j["post_processor"]["processors"][1]["special_tokens"] = json::object(); },
@@ -541,4 +544,45 @@ TEST_CASE("tokenizer: concurrent encoders share one tokenizer") {
   }
   for (auto& th : threads) th.join();
   CHECK(bad == std::vector<int>(4, 0));
+}
+
+TEST_CASE("tokenizer: <0xNN> tokens decode through ByteFallback as the reference's decoder chain does") {
+  const std::string unk = "<unk>";
+  json j = tiny_tokenizer({{"byte_fallback", true}, {"unk_token", unk}}, {unk, "<0xC4>", "<0xA0>", "<0xE4>", "<0xBD>", "<0xC3>", "<0xA9>"});
+  j["model"]["vocab"].erase("\u0120");
+  const Tokenizer plain = Tokenizer::from_json(j, "tiny.json");
+  j["decoder"] = {{"type", "Sequence"}, {"decoders", {{{"type", "ByteFallback"}}, {{"type", "ByteLevel"}}}}};
+  const Tokenizer chain = Tokenizer::from_json(j, "tiny.json");
+  auto id = [&](const std::string& t) { return *chain.token_to_id(t); };
+
+  // A missing 'Ġ' fell back to the UTF-8 of that character; the chain turns
+  // the run back into 'Ġ' and ByteLevel into the space it stands for.
+  const auto ids = chain.encode("a c");
+  CHECK(ids == std::vector<int32_t>{id("a"), id("<0xC4>"), id("<0xA0>"), id("c")});
+  CHECK(chain.decode(ids) == "a c");
+  // Without ByteFallback in the decoder, the tokens are their six characters.
+  CHECK(plain.decode(ids) == "a<0xC4><0xA0>c");
+  // A run that is not UTF-8 gives one U+FFFD per byte (not per ill-formed
+  // part: E4 BD is one truncated character).
+  const std::string r = "\xEF\xBF\xBD";
+  CHECK(chain.decode(std::vector<int32_t>{id("<0xE4>"), id("<0xBD>"), id("c")}) == r + r + "c");
+  // A valid run is a token for ByteLevel: "é" is U+00E9, which stands for
+  // the byte 0xE9, itself no UTF-8.
+  CHECK(chain.decode(std::vector<int32_t>{id("a"), id("<0xC3>"), id("<0xA9>")}) == "a" + r);
+
+  // Streaming holds a run until a token ends it.
+  TokenStreamDecoder stream(chain);
+  CHECK(stream.push(id("a")) == "a");
+  CHECK(stream.push(id("<0xC4>")).empty());
+  CHECK(stream.push(id("<0xA0>")).empty());
+  CHECK(stream.push(id("c")) == " c");
+  CHECK(stream.push(id("<0xE4>")).empty());
+  CHECK(stream.finish() == r);
+
+  CHECK(tok::fallback_byte("<0x0A>") == 10);
+  CHECK(tok::fallback_byte("<0x0a>") == 10);
+  CHECK(tok::fallback_byte("<0x+A>") == 10);  // Rust's from_str_radix takes a '+'
+  CHECK(tok::fallback_byte("<0xZZ>") == -1);
+  CHECK(tok::fallback_byte("<0x0A") == -1);
+  CHECK(tok::fallback_byte("<0x0AA>") == -1);
 }

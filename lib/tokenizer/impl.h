@@ -33,7 +33,7 @@ struct TokenizerImpl {
   std::vector<Kind> kind;             // by id
   std::vector<int32_t> added_index;   // by id: index into `added`, or -1
   std::vector<bool> special;          // by id
-  TokenBytes bytes;
+  Decoder decoder;
   size_t vocab_size = 0;
 
   std::vector<SpecialToken> specials;

@@ -82,7 +82,7 @@ std::shared_ptr<TokenizerImpl> load_tokenizer(const nlohmann::json& tokenizer, c
   t->post = PostProcessor::from_json(post ? &*post : nullptr);
   const auto decoder = top.find("decoder");
   if (!decoder) top.at("decoder").fail("a ByteLevel decoder is required (got null)");
-  TokenBytes::check_decoder(*decoder);
+  t->decoder = Decoder::from_json(*decoder);
 
   if (auto list = top.find("added_tokens")) read_added(*list, *t);
 
@@ -95,7 +95,7 @@ std::shared_ptr<TokenizerImpl> load_tokenizer(const nlohmann::json& tokenizer, c
   for (int32_t id = 0; id <= t->model->max_id(); ++id) {
     if (const std::string* s = t->model->token(id)) {
       t->kind[id] = TokenizerImpl::Kind::Model;
-      t->bytes.set_model(id, *s);
+      t->decoder.set_model(id, *s);
       ++t->vocab_size;
     }
   }
@@ -104,7 +104,7 @@ std::shared_ptr<TokenizerImpl> load_tokenizer(const nlohmann::json& tokenizer, c
     if (t->kind[a.id] == TokenizerImpl::Kind::None) ++t->vocab_size;
     t->kind[a.id] = TokenizerImpl::Kind::Added;
     t->added_index[a.id] = static_cast<int32_t>(i);
-    t->bytes.set_added(a.id, a.content);
+    t->decoder.set_added(a.id, a.content);
     if (a.special) {
       t->special[a.id] = true;
       t->specials.push_back({a.id, a.content});
@@ -116,7 +116,7 @@ std::shared_ptr<TokenizerImpl> load_tokenizer(const nlohmann::json& tokenizer, c
       t->raw_matcher.add(a.content, a.id);
     }
   }
-  t->bytes.finish();
+  t->decoder.finish();
 
   for (int32_t id : t->post.template_ids())
     if (!t->valid_id(id))

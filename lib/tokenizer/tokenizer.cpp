@@ -96,12 +96,13 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special_t
 }
 
 std::string Tokenizer::decode(std::span<const int32_t> ids, bool skip_special_tokens) const {
-  std::string bytes;
+  std::string run, bytes;
   for (int32_t id : ids) {
     impl_->check_id(id);
     if (skip_special_tokens && impl_->special[id]) continue;
-    bytes += impl_->bytes.get(id);
+    impl_->decoder.feed(id, run, bytes);
   }
+  impl_->decoder.end_run(run, bytes);
   std::string out;
   out.reserve(bytes.size());
   tok::append_lossy_utf8(bytes, true, out);
@@ -135,7 +136,7 @@ std::string TokenStreamDecoder::push(std::span<const int32_t> ids) {
   for (int32_t id : ids) {
     impl_->check_id(id);
     if (skip_special_ && impl_->special[id]) continue;
-    pending_ += impl_->bytes.get(id);
+    impl_->decoder.feed(id, run_, pending_);
   }
   std::string out;
   const size_t used = tok::append_lossy_utf8(pending_, false, out);
@@ -144,6 +145,7 @@ std::string TokenStreamDecoder::push(std::span<const int32_t> ids) {
 }
 
 std::string TokenStreamDecoder::finish() {
+  impl_->decoder.end_run(run_, pending_);
   std::string out;
   tok::append_lossy_utf8(pending_, true, out);
   pending_.clear();

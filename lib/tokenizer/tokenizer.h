@@ -91,7 +91,8 @@ class TokenStreamDecoder {
  private:
   std::shared_ptr<const tok::TokenizerImpl> impl_;
   bool skip_special_;
-  std::string pending_;
+  std::string run_;      // <0xNN> bytes waiting for the end of their run
+  std::string pending_;  // decoded bytes of an incomplete character
 };
 
 }  // namespace mstar
