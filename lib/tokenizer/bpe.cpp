@@ -146,7 +146,8 @@ void BpeModel::initial_symbols(std::string_view word, std::vector<int32_t>& out)
 void BpeModel::merge_scan(std::vector<int32_t>& sym) const {
   size_t n = sym.size();
   if (n < 2) return;
-  std::vector<uint64_t> rank(n - 1);
+  thread_local std::vector<uint64_t> rank;
+  rank.resize(n - 1);
   for (size_t i = 0; i + 1 < n; ++i) rank[i] = merges_.find(sym[i], sym[i + 1]);
   while (n > 1) {
     size_t best = 0;
