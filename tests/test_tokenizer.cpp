@@ -432,6 +432,9 @@ TEST_CASE("tokenizer: ByteLevel's prefix space and GPT-2 pattern") {
   const auto p = pre_tokenizer({{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", true}, {"use_regex", true}});
   CHECK(pieces(p, "Hello world") == std::vector<std::string>{" Hello", " world"});
   CHECK(pieces(p, " x's  12") == std::vector<std::string>{" x", "'s", " ", " 12"});
+  // U+FEFF is no White_Space, so it joins the punctuation run (a JavaScript
+  // \s would take it as a space and cut " x" " " "\uFEFF" "!").
+  CHECK(pieces(p, "x \uFEFF!") == std::vector<std::string>{" x", " \uFEFF!"});
   const auto q = pre_tokenizer({{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}});
   CHECK(pieces(q, "Hello world") == std::vector<std::string>{"Hello world"});
   // The prefix space goes on every piece a previous step produced.
