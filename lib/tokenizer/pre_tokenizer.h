@@ -6,6 +6,7 @@
 // looks its vocabulary up by bytes).
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "tokenizer/json_at.h"
@@ -24,7 +25,8 @@ class PreTokenizer {
   // Calls emit(piece) for each pre-token of `text`, in order.
   template <class F>
   void run(std::string_view text, F&& emit) const {
-    Emit e{&emit, [](void* f, std::string_view s) { (*static_cast<F*>(f))(s); }};
+    using Fn = std::remove_reference_t<F>;
+    Emit e{const_cast<void*>(static_cast<const void*>(&emit)), [](void* f, std::string_view s) { (*static_cast<Fn*>(f))(s); }};
     step(0, text, e);
   }
 
