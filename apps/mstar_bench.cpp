@@ -21,6 +21,7 @@
 #include "config/yaml_read.h"
 #include "config/yaml_source.h"
 #include "core/errors.h"
+#include "tokenizer/throughput.h"
 
 using namespace mstar;
 using namespace mstar::bench;
@@ -146,6 +147,12 @@ int main(int argc, char** argv) {
   ckpt->add_option("--streams", cstreams, "concurrent streams to sweep, comma-separated");
   ckpt->add_option("--tokens", tokens, "tokens each stream decodes")->check(CLI::Range(1, 1 << 20));
   ckpt->add_option("--window", window, "the bounded cache's window")->check(CLI::Range(1, 1 << 20));
+  std::string tokenizer_path, text_file;
+  int tpasses = 5;
+  auto* tokenize = app.add_subcommand("tokenize", "encode throughput of a tokenizer.json over a text file, one thread");
+  tokenize->add_option("tokenizer", tokenizer_path, "tokenizer.json, or a folder holding it")->required();
+  tokenize->add_option("file", text_file, "text to encode")->required();
+  tokenize->add_option("--passes", tpasses, "timed passes")->check(CLI::Range(1, 1000));
   auto* stream = app.add_subcommand("stream", "one stream of growing length: bounded against full-history cache");
   stream->add_option("config", config, "tts deployment YAML")->required();
   stream->add_option("--set", sets, "dotted.key=value overrides");
@@ -203,6 +210,15 @@ int main(int argc, char** argv) {
       std::cout << render(bench_run(d, rrepeats), fmt_out);
       if (fmt_out == Format::markdown) std::cout << "\n";
       std::cout << render(bench_concurrency(config, sets, parse_list(streams), tokens), fmt_out);
+    } else if (*tokenize) {
+      std::ifstream in(text_file, std::ios::binary);
+      if (!in) throw InputError(fmt::format("{}: cannot be read", text_file));
+      const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      const EncodeThroughput r = measure_encode(Tokenizer::from_file(tokenizer_path), text, tpasses, true);
+      std::cout << render(Table{{"bytes", "tokens", "median_ms", "mb_per_s"},
+                                {{static_cast<int64_t>(r.bytes), static_cast<int64_t>(r.tokens), r.median_s * 1e3,
+                                  r.mb_per_s()}}},
+                          fmt_out);
     } else if (*ckpt) {
       const CheckpointBench b =
           bench_checkpoint(folder, kind, parse_backend(cbackend, "--backend"), cthreads, parse_list(cstreams), tokens, window);

@@ -22,6 +22,7 @@
 
 #include "cli.h"
 #include "core/errors.h"
+#include "tokenizer/throughput.h"
 #include "tokenizer/tokenizer.h"
 
 namespace {
@@ -51,17 +52,9 @@ int bench(const mstar::Tokenizer& tok, const std::string& file, int passes, bool
   std::ifstream in(file, std::ios::binary);
   if (!in) throw mstar::InputError(fmt::format("{}: cannot be read", file));
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  size_t tokens = tok.encode(text, special).size();  // warms the word cache, as a long-running process would be
-  std::vector<double> secs;
-  for (int p = 0; p < passes; ++p) {
-    const auto t0 = std::chrono::steady_clock::now();
-    tokens = tok.encode(text, special).size();
-    secs.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(secs.begin(), secs.end());
-  const double median = secs[secs.size() / 2];
-  fmt::print("{}: {} bytes, {} tokens, encode {:.2f} MB/s (median of {} passes, {:.1f} ms each)\n", file,
-             text.size(), tokens, static_cast<double>(text.size()) / 1e6 / median, passes, median * 1e3);
+  const mstar::EncodeThroughput r = mstar::measure_encode(tok, text, passes, special);
+  fmt::print("{}: {} bytes, {} tokens, encode {:.2f} MB/s (median of {} passes, {:.1f} ms each)\n", file, r.bytes,
+             r.tokens, r.mb_per_s(), passes, r.median_s * 1e3);
   return 0;
 }
 

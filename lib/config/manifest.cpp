@@ -207,7 +207,8 @@ std::optional<ModelManifest> load_manifest(const std::filesystem::path& path, co
   auto root = load_yaml_file(path, label, diags);
   if (!root) return std::nullopt;
   YamlContext ctx(label, diags);
-  auto top = read_map(*root, ctx, "manifest", {"name", "kind", "architecture", "weights", "checkpoint", "positions", "resources"});
+  auto top = read_map(*root, ctx, "manifest",
+                      {"name", "kind", "architecture", "weights", "checkpoint", "positions", "tokenizer", "resources"});
   if (!top) return std::nullopt;
   ModelManifest m;
   m.path = path;
@@ -288,6 +289,27 @@ std::optional<ModelManifest> load_manifest(const std::filesystem::path& path, co
             m.weights_bytes += static_cast<std::size_t>(t.numel()) * dtype_size(m.weights.dtype);
         }
       }
+    }
+  }
+  // The tokenizer: named, or the checkpoint folder's own.
+  const YAML::Node* tn = top->find("tokenizer");
+  std::string tokenizer;
+  if (tn && read_yaml(*tn, ctx, "tokenizer", tokenizer)) m.tokenizer_path = path.parent_path() / tokenizer;
+  std::error_code ec;
+  if (!tn && !m.checkpoint.empty() && std::filesystem::exists(m.checkpoint / "tokenizer.json", ec))
+    m.tokenizer_path = m.checkpoint;
+  if (!m.tokenizer_path.empty()) {
+    const YAML::Node& at = tn ? *tn : *top->find("checkpoint");
+    try {
+      m.tokenizer = std::make_shared<const Tokenizer>(Tokenizer::from_file(m.tokenizer_path));
+      // Every id the tokenizer gives must be a row of the model's embedding.
+      if (m.arch && static_cast<int64_t>(m.tokenizer->vocab_size()) > m.arch->vocab_size())
+        ctx.error(at, fmt::format("tokenizer: {} has {} tokens but the model's vocabulary has {}",
+                                  m.tokenizer_path.string(), m.tokenizer->vocab_size(), m.arch->vocab_size()));
+    } catch (const ConfigError& e) {
+      ctx.error(at, fmt::format("tokenizer: {}", e.what()));
+    } catch (const InputError& e) {
+      ctx.error(at, fmt::format("tokenizer: {}", e.what()));
     }
   }
   // Resources need the architecture (layers, heads, head_dim).

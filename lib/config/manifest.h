@@ -15,6 +15,11 @@
 // an architecture and weights, and may choose how cached keys carry positions:
 //   checkpoint: ../path/to/folder   # config.json, model.safetensors or shards
 //   positions: stream               # or cache
+//
+// Any model may name a tokenizer (a Hugging Face tokenizer.json, or a folder
+// holding one and tokenizer_config.json), so requests and voices can be text;
+// a checkpoint folder's own tokenizer.json is used when it has one:
+//   tokenizer: ../path/to/tokenizer.json
 //       type: bounded_kv           # what the family's attention needs
 //       nodes: attn.*              # or [attn.0, attn.2, ...]: the layers it serves
 //       config: {...}              # the resource's own fields
@@ -31,6 +36,7 @@
 #include "models/architecture.h"
 #include "models/family.h"
 #include "models/weights.h"
+#include "tokenizer/tokenizer.h"
 #include "resources/resource_set.h"
 
 namespace mstar {
@@ -64,6 +70,8 @@ struct ModelManifest {
   std::vector<ResourceDecl> resources;
   std::filesystem::path path;  // where it was read from
   std::size_t weights_bytes = 0;  // every tensor as stored (or as the dummy initialisation makes it)
+  std::filesystem::path tokenizer_path;          // empty: the model takes token ids only
+  std::shared_ptr<const Tokenizer> tokenizer;    // loaded once, shared by whoever encodes
 
   std::vector<ResourceSpec> resource_specs() const;
   // The weights files (the shards of an index), resolved; empty for a dummy initialisation.

@@ -109,12 +109,23 @@ json memory_plan_json(const ResolvedDeployment& r) {
     kv += j["total_bytes"].get<std::size_t>();
     resources.push_back(std::move(j));
   }
+  json model{{"path", m.path.lexically_normal().string()},
+             {"name", m.name},
+             {"kind", m.family->name},
+             {"architecture", m.arch->to_json()},
+             {"weights", weights}};
+  if (m.tokenizer) {
+    const Tokenizer& t = *m.tokenizer;
+    json tk{{"path", m.tokenizer_path.lexically_normal().string()},
+            {"vocab_size", t.vocab_size()},
+            {"special_tokens", t.special_tokens().size()},
+            {"adds_bos", t.adds_bos()}};
+    tk["bos"] = t.bos_id() ? json(*t.bos_id()) : json(nullptr);
+    tk["eos"] = t.eos_id() ? json(*t.eos_id()) : json(nullptr);
+    model["tokenizer"] = tk;
+  }
   return json{{"config", d.path.string()},
-              {"model", json{{"path", m.path.lexically_normal().string()},
-                             {"name", m.name},
-                             {"kind", m.family->name},
-                             {"architecture", m.arch->to_json()},
-                             {"weights", weights}}},
+              {"model", model},
               {"deployment", json{{"backend", std::string(to_string(d.backend))},
                                   {"threads", d.threads},
                                   {"kv_dtype", d.kv_dtype ? json(std::string(to_string(*d.kv_dtype))) : json(nullptr)},
@@ -134,6 +145,13 @@ std::string memory_plan_text(const json& p) {
   std::string arch;
   for (const auto& [k, v] : m["architecture"].items()) arch += fmt::format("{}{} {}", arch.empty() ? "" : ", ", k, v.dump());
   o += fmt::format("            {}\n", arch);
+  if (m.contains("tokenizer")) {
+    const json& t = m["tokenizer"];
+    o += fmt::format("tokenizer   {}: {} tokens, {} special; bos {}{}, eos {}\n", t["path"].get<std::string>(),
+                     t["vocab_size"].get<int64_t>(), t["special_tokens"].get<int64_t>(),
+                     t["bos"].is_null() ? "none" : t["bos"].dump(), t["adds_bos"].get<bool>() ? " (added)" : "",
+                     t["eos"].is_null() ? "none" : t["eos"].dump());
+  }
   o += fmt::format("deployment  backend {}, threads {}, kv_dtype {}, max_batch {}\n", d["backend"].get<std::string>(),
                    d["threads"].get<int64_t>(), d["kv_dtype"].is_null() ? "as declared" : d["kv_dtype"].get<std::string>(),
                    d["scheduler"]["max_batch"].get<int64_t>());

@@ -36,6 +36,7 @@ SourceRange source_range(const std::vector<ResourceSpec>& specs) {
 }
 
 struct SpeechLive final : Live {
+  std::optional<TokenStreamDecoder> text;  // with a tokenizer: each chunk's text, characters never split
   std::string voice;
   std::vector<int32_t> prompt;
   int64_t max_tokens = 0;
@@ -53,7 +54,7 @@ struct SpeechLive final : Live {
 class SpeechProgram final : public Program {
  public:
   SpeechProgram(TokenModel& model, const ResolvedDeployment& d)
-      : model_(model), range_(source_range(d.model.resource_specs())) {
+      : model_(model), range_(source_range(d.model.resource_specs())), tokenizer_(d.model.tokenizer) {
     const json& w = d.deployment.workload;
     const json settings = w.value("settings", json::object());
     chunk_tokens_ = settings.value("chunk_tokens", int64_t{8});
@@ -79,12 +80,28 @@ class SpeechProgram final : public Program {
   std::unique_ptr<Live> start(const json& request) override {
     const std::string id = request_id(request);
     const RequestFields f(request, fmt::format("request '{}'", id));
-    f.only({"id", "voice", "prompt", "max_tokens", "sampling"});
+    f.only({"id", "voice", "prompt", "text", "max_tokens", "sampling"});
     const std::string voice = f.string("voice");
     auto v = voices_.find(voice);
     if (v == voices_.end()) throw InputError(fmt::format("{}: unknown voice '{}'", f.who(), voice));
-    const json& prompt = f.at("prompt");
-    if (!prompt.is_array()) throw InputError(fmt::format("{}: needs a 'prompt' list of tokens", f.who()));
+    if (f.has("prompt") == f.has("text"))
+      throw InputError(fmt::format("{}: give exactly one of 'prompt' (token ids) or 'text'", f.who()));
+    json prompt;
+    if (f.has("text")) {
+      if (!tokenizer_)
+        throw InputError(fmt::format("{}: 'text' needs a model with a tokenizer; this one takes a 'prompt' of token ids",
+                                     f.who()));
+      if (!f.at("text").is_string()) throw InputError(fmt::format("{}: 'text' must be a string", f.who()));
+      try {
+        // The prompt continues the voice's stream: no BOS of its own.
+        prompt = tokenizer_->encode(f.at("text").get<std::string>(), false);
+      } catch (const InputError& e) {
+        throw InputError(fmt::format("{}: text: {}", f.who(), e.what()));
+      }
+    } else {
+      prompt = f.at("prompt");
+      if (!prompt.is_array()) throw InputError(fmt::format("{}: needs a 'prompt' list of tokens", f.who()));
+    }
     if (prompt.empty()) throw InputError(fmt::format("{}: the prompt is empty; it needs at least one token", f.who()));
     if (static_cast<int64_t>(prompt.size()) > range_.query_window)
       throw InputError(fmt::format("{}: the prompt has {} tokens; one step writes at most {} (query_window)", f.who(),
@@ -111,6 +128,7 @@ class SpeechProgram final : public Program {
     live->max_tokens = f.integer("max_tokens", 1, 1 << 24);
     live->source = v->second.source;
     live->source_len = static_cast<int64_t>(v->second.tokens.size());
+    if (tokenizer_) live->text.emplace(*tokenizer_);
     return live;
   }
 
@@ -157,7 +175,9 @@ class SpeechProgram final : public Program {
     const bool end = std::find(ends.begin(), ends.end(), s.last) != ends.end();
     const bool full = s.generated >= s.max_tokens;
     if (static_cast<int64_t>(s.chunk.size()) >= chunk_tokens_ || end || full) {
-      emit({json{{"event", "chunk"}, {"id", s.id}, {"index", s.chunks++}, {"tokens", s.chunk}}, {}});
+      json chunk{{"event", "chunk"}, {"id", s.id}, {"index", s.chunks++}, {"tokens", s.chunk}};
+      if (s.text) chunk["text"] = s.text->push(s.chunk) + (end || full ? s.text->finish() : std::string());
+      emit({std::move(chunk), {}});
       s.chunk.clear();
     }
     return {1, end ? "end_token" : full ? "max_tokens" : ""};
@@ -172,6 +192,7 @@ class SpeechProgram final : public Program {
   };
   TokenModel& model_;
   SourceRange range_;
+  std::shared_ptr<const Tokenizer> tokenizer_;
   int64_t chunk_tokens_ = 8;
   double guidance_ = 1.0;
   std::map<std::string, Voice> voices_;
@@ -193,7 +214,7 @@ std::optional<json> read_speech_workload(const YAML::Node& n, YamlContext& ctx, 
   if (const YAML::Node* v = e->find("guidance_scale")) ok = read_yaml(*v, ctx, "workload.guidance_scale", guidance) && ok;
   out["settings"] = {{"chunk_tokens", chunk}, {"guidance_scale", guidance}};
   if (const YAML::Node* v = e->find("voices")) {
-    ok = read_voices(*v, ctx, vocab, dir, out["voices"]) && ok;
+    ok = read_voices(*v, ctx, vocab, model.tokenizer.get(), dir, out["voices"]) && ok;
     for (const auto& [name, tokens] : out["voices"].items()) {
       const auto len = static_cast<int64_t>(tokens.size());
       if (len < range.min || len > range.max)

@@ -8,6 +8,7 @@
 //
 //   {"id": "r1", "voice": "alice", "prompt": [5, 9, 2], "max_tokens": 64,
 //    "sampling": {"temperature": 0.8, "top_k": 40, "top_p": 0.95, "seed": 7}}
+//   {"id": "r2", "voice": "alice", "text": "Hello.", "max_tokens": 64}   (a model with a tokenizer)
 #include "engine/program.h"
 
 namespace mstar {

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "core/errors.h"
+
 namespace mstar {
 
 std::vector<int32_t> seeded_tokens(uint64_t seed, int64_t length, int64_t vocab) {
@@ -37,17 +39,38 @@ bool read_tokens(const YAML::Node& n, YamlContext& ctx, const std::string& path,
 }
 
 bool read_voice(const YAML::Node& n, YamlContext& ctx, const std::string& path, int64_t vocab,
-                const std::filesystem::path& dir, std::vector<int32_t>& v) {
-  auto e = read_map(n, ctx, path, {"tokens", "file", "seed", "length"});
+                const Tokenizer* tokenizer, const std::filesystem::path& dir, std::vector<int32_t>& v) {
+  auto e = read_map(n, ctx, path, {"text", "tokens", "file", "seed", "length"});
   if (!e) return false;
+  const YAML::Node* text = e->find("text");
   const YAML::Node* tokens = e->find("tokens");
   const YAML::Node* file = e->find("file");
   const YAML::Node* seed = e->find("seed");
-  if ((tokens != nullptr) + (file != nullptr) + (seed != nullptr) != 1) {
-    ctx.error(n, fmt::format("{}: give exactly one of tokens, file or seed (with length)", path));
+  if ((text || tokens) + (file != nullptr) + (seed != nullptr) != 1) {
+    ctx.error(n, fmt::format("{}: give text and/or tokens, or a file, or a seed (with length)", path));
     return false;
   }
-  if (tokens) return read_tokens(*tokens, ctx, path + ".tokens", vocab, v);
+  if (text || tokens) {
+    bool ok = true;
+    if (text) {
+      std::string s;
+      if (!read_yaml(*text, ctx, path + ".text", s)) return false;
+      if (!tokenizer) {
+        ctx.error(*text, fmt::format("{}.text: the model has no tokenizer (name one in its manifest), so a voice is "
+                                     "token ids",
+                                     path));
+        return false;
+      }
+      try {
+        v = tokenizer->encode(s, true);
+      } catch (const InputError& err) {
+        ctx.error(*text, fmt::format("{}.text: {}", path, err.what()));
+        return false;
+      }
+    }
+    if (tokens) ok = read_tokens(*tokens, ctx, path + ".tokens", vocab, v);
+    return ok;
+  }
   if (file) {
     std::string f;
     if (!read_yaml(*file, ctx, path + ".file", f)) return false;
@@ -86,15 +109,15 @@ bool read_voice(const YAML::Node& n, YamlContext& ctx, const std::string& path, 
 
 }  // namespace
 
-bool read_voices(const YAML::Node& n, YamlContext& ctx, int64_t vocab, const std::filesystem::path& dir,
-                 nlohmann::json& out) {
+bool read_voices(const YAML::Node& n, YamlContext& ctx, int64_t vocab, const Tokenizer* tokenizer,
+                 const std::filesystem::path& dir, nlohmann::json& out) {
   auto voices = read_any_map(n, ctx, "workload.voices");
   if (!voices) return false;
   bool ok = true;
   out = nlohmann::json::object();
   for (const auto& [name, spec] : voices->items) {
     std::vector<int32_t> tokens;
-    if (read_voice(spec, ctx, "workload.voices." + name, vocab, dir, tokens)) out[name] = tokens;
+    if (read_voice(spec, ctx, "workload.voices." + name, vocab, tokenizer, dir, tokens)) out[name] = tokens;
     else ok = false;
   }
   return ok && voices->items.size() == n.size();

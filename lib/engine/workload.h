@@ -12,6 +12,7 @@
 //       alice: {tokens: [12, 7, 99]}    # inline prompt codec tokens
 //       bob: {file: ../voices/bob.txt}  # whitespace-separated tokens
 //       carol: {seed: 3, length: 40}    # a seeded random prompt
+//       dave: {text: "<|s_12|><|s_40|> Hello.", tokens: [7]}  # text (with the model's tokenizer), then ids
 //     requests:
 //       count: 16
 //       voices: [alice, bob]    # speech: round robin
@@ -29,6 +30,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/yaml_read.h"
+#include "tokenizer/tokenizer.h"
 
 namespace mstar {
 
@@ -36,8 +38,11 @@ namespace mstar {
 std::vector<int32_t> seeded_tokens(uint64_t seed, int64_t length, int64_t vocab);
 
 // `voices:`: name -> token ids in [0, vocab); false after reporting problems.
-bool read_voices(const YAML::Node& n, YamlContext& ctx, int64_t vocab, const std::filesystem::path& dir,
-                 nlohmann::json& out);
+// A voice's text is encoded with `tokenizer` (null: the model has none, and
+// text is refused); it starts a stream, so the tokenizer's specials (a BOS)
+// are added.
+bool read_voices(const YAML::Node& n, YamlContext& ctx, int64_t vocab, const Tokenizer* tokenizer,
+                 const std::filesystem::path& dir, nlohmann::json& out);
 
 // The generator keys every task's `requests:` block has.
 struct RequestsBlock {
