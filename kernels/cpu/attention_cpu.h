@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "bounded_kv.h"
+#include "cpu/isa.h"
 #include "ring_kv.h"
 #include "rope.h"
 
@@ -24,23 +25,12 @@ struct CpuScratch {
 constexpr int32_t kCpuChunk = 64;
 constexpr int32_t kScoreRows = 4;  // query rows that share each key load in the AVX2 body
 
-// Owns the scratch for queries of up to max_qn rows of head_dim D.
-class CpuScratchBuffer {
- public:
-  CpuScratchBuffer(int32_t max_qn, int32_t D);
-  const CpuScratch& get() const { return s_; }
+// This thread's scratch for queries of up to max_qn rows of head_dim D,
+// kept between calls (a decode step would otherwise allocate per call).
+const CpuScratch& thread_scratch(int32_t max_qn, int32_t D);
 
- private:
-  std::vector<float> f_;
-  std::vector<int32_t> i_;
-  CpuScratch s_{};
-};
-
-// Instruction sets the cpu backend has bodies for. The backend picks the best
-// one this processor supports; tests name one to cover every body.
-enum class CpuIsa : unsigned char { generic, avx2 };
-bool cpu_supports(CpuIsa isa);
-CpuIsa best_cpu_isa();
+// The attention ops with a named instruction set (the backend passes
+// best_cpu_isa(); tests name each one the processor supports).
 void bounded_attention_cpu_isa(const BoundedAttentionParams& p, CpuIsa isa);
 void ring_attention_cpu_isa(const RingAttentionParams& p, CpuIsa isa);
 

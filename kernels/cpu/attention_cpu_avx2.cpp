@@ -1,5 +1,5 @@
 // The cpu backend's bodies for processors with AVX2, FMA and F16C, chosen at
-// run time (cpu_supports in attention_cpu.cpp).
+// run time (cpu_supports in isa.cpp).
 #include <immintrin.h>
 
 #include "cpu/attention_cpu.h"
