@@ -14,6 +14,8 @@
 
 #include "bench/engine_bench.h"
 #include "bench/kernels.h"
+#include "bench/matmul.h"
+#include "bench/sampling.h"
 #include "bench/machine.h"
 #include "bench/memory.h"
 #include "bench/report.h"
@@ -123,6 +125,25 @@ int main(int argc, char** argv) {
   kern->add_option("--sweep", sweep, "YAML file of shapes (shapes: [{kind, head_dim, ...}])");
   kern->add_option("--bandwidth", bw, "GB/s to compare with (default: measure it now)");
 
+  MatmulShape mshape;
+  std::string mrows = "1,4,16,64,512", mdtype = "bf16";
+  int mrepeats = 20;
+  auto* mm = app.add_subcommand("matmul", "the trunk's matrix product by each cpu path, hot and cold");
+  mm->add_option("--rows", mrows, "rows (tokens) per product, comma-separated");
+  mm->add_option("--in", mshape.in, "input width")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  mm->add_option("--out", mshape.out, "output width")->check(CLI::Range(int64_t{1}, int64_t{1} << 22));
+  mm->add_option("--dtype", mdtype, "weight dtype")->check(CLI::IsMember({"f32", "f16", "bf16"}));
+  mm->add_option("--threads", mshape.threads, "threads")->check(CLI::Range(1, 1024));
+  mm->add_option("--repeats", mrepeats, "timed calls")->check(CLI::Range(1, 100000));
+  mm->add_option("--cache", cache, "hot, cold or both")->check(CLI::IsMember({"hot", "cold", "both"}));
+  mm->add_option("--bandwidth", bw, "GB/s to compare with (default: measure it now)");
+
+  int64_t vocab = 151936;
+  int srepeats = 200;
+  auto* samp = app.add_subcommand("sample", "turning one step's logits into a token, per sampling setting");
+  samp->add_option("--vocab", vocab, "vocabulary size")->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
+  samp->add_option("--repeats", srepeats, "timed draws")->check(CLI::Range(1, 1000000));
+
   std::string config;
   std::vector<std::string> sets;
   std::string streams = "1,4,16,32", lengths = "1024,2048,4096,8192,16384,32768,65536";
@@ -205,6 +226,29 @@ int main(int argc, char** argv) {
       if (!plot.empty())
         write_file(plot, bar_chart(fmt::format("KV read bandwidth / measured triad ({:.1f} GB/s)", bw),
                                    "fraction of the machine's memory bandwidth", bars));
+    } else if (*mm) {
+      mshape.dtype = parse_dtype(mdtype, "--dtype");
+      if (bw <= 0) bw = measure_bandwidth(mshape.threads, 512 << 20, 5).triad_gbs;
+      Table t{{"method", "cache", "dtype", "rows", "in", "out", "threads", "median_us", "min_us", "weight_gbs",
+               "of_bandwidth", "gflops"},
+              {}};
+      for (int64_t rows : parse_list(mrows)) {
+        mshape.rows = rows;
+        for (bool cold : {false, true}) {
+          if ((cold && cache == "hot") || (!cold && cache == "cold")) continue;
+          for (const MatmulResult& r : bench_matmul(mshape, cold, mrepeats, m.llc_bytes))
+            t.rows.push_back({r.method, cold ? "cold" : "hot", std::string(to_string(mshape.dtype)), rows, mshape.in,
+                              mshape.out, mshape.threads, r.median_us, r.min_us, r.weight_gbs, r.weight_gbs / bw, r.gflops});
+        }
+      }
+      if (fmt_out == Format::markdown)
+        fmt::print("measured bandwidth (triad, {} threads): {:.1f} GB/s\n\n", mshape.threads, bw);
+      std::cout << render(t, fmt_out);
+    } else if (*samp) {
+      Table t{{"setting", "vocab", "median_us", "max_us"}, {}};
+      for (const SamplingResult& r : bench_sampling(vocab, srepeats))
+        t.rows.push_back({r.setting, r.vocab, r.median_us, r.max_us});
+      std::cout << render(t, fmt_out);
     } else if (*run) {
       const ResolvedDeployment d = resolve_or_throw(config, sets);
       std::cout << render(bench_run(d, rrepeats), fmt_out);

@@ -1,0 +1,27 @@
+// The matrix product's panels for processors with AVX-512 (F, BW, VL, DQ),
+// chosen at run time (cpu_supports in isa.cpp).
+#include "core/dtype.h"
+#include "cpu/matmul_cpu.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq")
+// GCC 12's AVX-512 headers start some conversions from a deliberately
+// undefined register (_mm512_undefined_*), which -Wuninitialized reports.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#define MSTAR_CPU_AVX512 1
+#define MSTAR_CPU_ISA avx512
+#include "cpu/matmul_cpu_impl.inc"
+#pragma GCC pop_options
+#else
+// Never chosen off x86-64 (cpu_supports says no); defined so the build links.
+namespace mstar::kernels::avx512 {
+void matmul_panel(const MatmulParams& p, int64_t o0, int64_t n) { generic::matmul_panel(p, o0, n); }
+int64_t matmul_packed_cols() { return generic::matmul_packed_cols(); }
+void matmul_packed(const MatmulParams& p, int64_t o0, int64_t n, float* packed) {
+  generic::matmul_packed(p, o0, n, packed);
+}
+}  // namespace mstar::kernels::avx512
+#endif
