@@ -155,19 +155,21 @@ int main(int argc, char** argv) {
   run->add_option("--repeats", rrepeats, "runs of the workload")->check(CLI::PositiveNumber);
   run->add_option("--streams", streams, "concurrent streams to sweep, comma-separated");
   run->add_option("--tokens", tokens, "tokens (or frames) per stream in the sweep")->check(CLI::PositiveNumber);
-  std::string folder, kind = "qwen2", cbackend = "cpu";
-  int cthreads = 2;
-  int64_t window = 252;
+  std::string folder, cbackend = "cpu", depths;
+  CheckpointOptions copt;
   std::string cstreams = "1,4,16";
   auto* ckpt = app.add_subcommand("checkpoint", "a Hugging Face checkpoint folder as a speech model: load, memory, "
-                                                "single-stream and aggregate decode");
+                                                "aggregate decode, decode at depths, prefill");
   ckpt->add_option("folder", folder, "checkpoint folder (config.json, safetensors)")->required();
-  ckpt->add_option("--kind", kind, "family: llama or qwen2")->check(CLI::IsMember({"llama", "qwen2"}));
+  ckpt->add_option("--kind", copt.kind, "family: llama or qwen2")->check(CLI::IsMember({"llama", "qwen2"}));
   ckpt->add_option("--backend", cbackend, "reference, cpu or cuda")->check(CLI::IsMember({"reference", "cpu", "cuda"}));
-  ckpt->add_option("--threads", cthreads, "threads")->check(CLI::Range(1, 1024));
-  ckpt->add_option("--streams", cstreams, "concurrent streams to sweep, comma-separated");
-  ckpt->add_option("--tokens", tokens, "tokens each stream decodes")->check(CLI::Range(1, 1 << 20));
-  ckpt->add_option("--window", window, "the bounded cache's window")->check(CLI::Range(1, 1 << 20));
+  ckpt->add_option("--threads", copt.threads, "threads")->check(CLI::Range(1, 1024));
+  ckpt->add_option("--streams", cstreams, "concurrent streams to sweep, comma-separated (empty: no sweep)");
+  ckpt->add_option("--tokens", copt.tokens, "tokens each stream decodes")->check(CLI::Range(1, 1 << 20));
+  ckpt->add_option("--window", copt.window, "the bounded cache's window")->check(CLI::Range(1, 1 << 20));
+  ckpt->add_option("--depths", depths, "single-stream decode at these stream lengths, comma-separated");
+  ckpt->add_option("--probe", copt.probe, "decode steps timed at each depth")->check(CLI::Range(1, 100000));
+  ckpt->add_option("--prefill", copt.prefill, "time one prompt of this many tokens")->check(CLI::Range(0, 1 << 20));
   std::string tokenizer_path, text_file;
   int tpasses = 5;
   auto* tokenize = app.add_subcommand("tokenize", "encode throughput of a tokenizer.json over a text file, one thread");
@@ -264,11 +266,15 @@ int main(int argc, char** argv) {
                                   r.mb_per_s()}}},
                           fmt_out);
     } else if (*ckpt) {
-      const CheckpointBench b =
-          bench_checkpoint(folder, kind, parse_backend(cbackend, "--backend"), cthreads, parse_list(cstreams), tokens, window);
-      std::cout << render(b.load, fmt_out);
-      if (fmt_out == Format::markdown) std::cout << "\n";
-      std::cout << render(b.sweep, fmt_out);
+      copt.backend = parse_backend(cbackend, "--backend");
+      copt.streams = cstreams.empty() ? std::vector<int64_t>{} : parse_list(cstreams);
+      if (!depths.empty()) copt.depths = parse_list(depths);
+      const CheckpointBench b = bench_checkpoint(folder, copt);
+      for (const Table* t : {&b.load, &b.sweep, &b.depths, &b.prefill}) {
+        if (t->rows.empty()) continue;
+        if (t != &b.load && fmt_out == Format::markdown) std::cout << "\n";
+        std::cout << render(*t, fmt_out);
+      }
     } else if (*stream) {
       const ResolvedDeployment d = resolve_or_throw(config, sets);
       const auto points = bench_stream(d, parse_list(lengths), probe);
