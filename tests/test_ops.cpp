@@ -7,9 +7,11 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "cpu/elementwise_cpu.h"
 #include "cpu/isa.h"
 #include "cpu/matmul_cpu.h"
 #include "ops.h"
+#include "rope.h"
 #include "support.h"
 
 using namespace mstar;
@@ -94,4 +96,80 @@ void matmul_cases(CpuIsa isa) {
 TEST_CASE("matmul: every instruction set's panels and packed tiles agree with the reference") {
   for (CpuIsa isa : {CpuIsa::generic, CpuIsa::avx2, CpuIsa::avx512})
     if (cpu_supports(isa)) matmul_cases(isa);
+}
+
+namespace {
+
+// |got - want| <= rel * |want| + abs, entry by entry.
+void require_close(const std::vector<float>& got, const std::vector<float>& want, double rel, double abs) {
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    CAPTURE(i);
+    REQUIRE(std::fabs(got[i] - want[i]) <= rel * std::fabs(want[i]) + abs);
+  }
+}
+
+void elementwise_cases(CpuIsa isa) {
+  CAPTURE(cpu_isa_name(isa));
+  test::Rng rng(23);
+  // RMSNorm. Tolerance: the sum of squares is f32 against the reference's
+  // double, a relative error of a few 1e-7 at these widths; 1e-5 relative.
+  for (int64_t rows : {1, 17, 54})
+    for (int64_t width : {17, 54, 97, 896}) {
+      CAPTURE(rows);
+      CAPTURE(width);
+      const std::vector<float> x = rng.normals(static_cast<size_t>(rows * width)), w = rng.normals(static_cast<size_t>(width));
+      std::vector<float> want(x.size()), got(x.size());
+      rmsnorm_reference({rows, width, x.data(), w.data(), 1e-6, want.data(), 1});
+      rmsnorm_cpu_isa({rows, width, x.data(), w.data(), 1e-6, got.data(), 2}, isa);
+      require_close(got, want, 1e-5, 1e-6);
+    }
+  // SwiGLU. Tolerance: the vector exp's relative error is about 2e-7, one
+  // division and one product add a few ulps; 1e-5 relative.
+  for (int64_t n : {17, 54, 97, 4097, 10007}) {
+    CAPTURE(n);
+    std::vector<float> a = rng.normals(static_cast<size_t>(n)), b = rng.normals(static_cast<size_t>(n));
+    for (size_t i = 0; i < a.size(); i += 7) a[i] *= 30.0f;  // both tails of the exp
+    std::vector<float> want = a, got = a;
+    silu_mul_reference({n, want.data(), b.data(), 1});
+    silu_mul_cpu_isa({n, got.data(), b.data(), 2}, isa);
+    require_close(got, want, 1e-5, 1e-6);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("rmsnorm and silu_mul: every instruction set's body agrees with the reference") {
+  for (CpuIsa isa : {CpuIsa::generic, CpuIsa::avx2, CpuIsa::avx512})
+    if (cpu_supports(isa)) elementwise_cases(isa);
+}
+
+TEST_CASE("rope: the cpu backend's is the reference's arithmetic, bit for bit, one or three sections") {
+  test::Rng rng(29);
+  const std::vector<float> inv = rope_inv_freq(64, 10000.0);
+  for (int32_t sections : {1, 3}) {
+    RopeParams p;
+    p.tokens = 17, p.heads = 5, p.head_dim = 64;
+    p.token_stride = 5 * 64 + 3, p.head_stride = 64;
+    p.sections = sections;
+    if (sections == 1) {
+      p.section[0] = {0, 32, inv.data()};
+    } else {
+      p.section[0] = {0, 16, inv.data()};
+      p.section[1] = {16, 8, inv.data() + 16};
+      p.section[2] = {24, 6, inv.data() + 24};  // pairs 30, 31 stay as they are
+    }
+    std::vector<int64_t> pos(static_cast<size_t>(p.tokens * sections));
+    for (auto& v : pos) v = rng.uniform(0, 100000);
+    p.positions = pos.data();
+    const std::vector<float> x = rng.normals(static_cast<size_t>(p.tokens * p.token_stride));
+    std::vector<float> want = x, got = x;
+    p.x = want.data();
+    rope_reference(p);
+    p.x = got.data();
+    p.threads = 2;
+    rope_cpu(p);
+    CHECK(got == want);
+    CHECK(got != x);
+  }
 }

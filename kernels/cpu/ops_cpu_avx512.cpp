@@ -1,6 +1,7 @@
-// The matrix product's panels for processors with AVX-512 (F, BW, VL, DQ),
-// chosen at run time (cpu_supports in isa.cpp).
+// The trunk ops' bodies (matrix product, elementwise) for processors with
+// AVX-512 (F, BW, VL, DQ), chosen at run time (cpu_supports in isa.cpp).
 #include "core/dtype.h"
+#include "cpu/elementwise_cpu.h"
 #include "cpu/matmul_cpu.h"
 
 #if defined(__x86_64__)
@@ -13,7 +14,9 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #define MSTAR_CPU_AVX512 1
 #define MSTAR_CPU_ISA avx512
+#include "cpu/vec.inc"
 #include "cpu/matmul_cpu_impl.inc"
+#include "cpu/elementwise_cpu_impl.inc"
 #pragma GCC pop_options
 #else
 // Never chosen off x86-64 (cpu_supports says no); defined so the build links.
@@ -22,6 +25,10 @@ void matmul_panel(const MatmulParams& p, int64_t o0, int64_t n) { generic::matmu
 int64_t matmul_packed_cols() { return generic::matmul_packed_cols(); }
 void matmul_packed(const MatmulParams& p, int64_t o0, int64_t n, float* packed) {
   generic::matmul_packed(p, o0, n, packed);
+}
+void silu_mul_span(float* a, const float* b, int64_t n) { generic::silu_mul_span(a, b, n); }
+void rmsnorm_row(const float* x, const float* w, double eps, float* out, int64_t width) {
+  generic::rmsnorm_row(x, w, eps, out, width);
 }
 }  // namespace mstar::kernels::avx512
 #endif
