@@ -44,7 +44,7 @@
 // modulo 2*pi in double, then cos/sin in f32 of the reduced angle (error
 // below 4e-7 against the reference's double cos/sin: far inside 1e-4).
 #include <algorithm>
-#include <mutex>
+#include <string>
 
 #include "core/errors.h"
 #include "cuda/common.cuh"
@@ -619,16 +619,17 @@ template <int QC>
 void launch_attention(const BoundedAttentionParams& p) {
   const bool rope = p.rope_inv_freq != nullptr;
   const std::size_t smem = smem_bytes(QC, p.head_dim, rope);
-  // Above 48 KiB a kernel must opt in; once per instantiation, to the device's limit.
-  static std::once_flag opted;
-  std::call_once(opted, [] {
-    MSTAR_CUDA_CHECK(cudaFuncSetAttribute(attend_kernel<QC>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          static_cast<int>(smem_optin())));
-  });
-  if (smem > smem_optin())
+  // Dynamic plus static shared memory must fit the device's opt-in limit;
+  // above 48 KiB a kernel must opt in to what it uses (set on every launch:
+  // the size depends on the head dim).
+  cudaFuncAttributes attr{};
+  MSTAR_CUDA_CHECK(cudaFuncGetAttributes(&attr, attend_kernel<QC>));
+  if (smem + attr.sharedSizeBytes > smem_optin())
     throw InputError("bounded_attention (cuda): head_dim " + std::to_string(p.head_dim) + " needs " +
-                     std::to_string(smem) + " bytes of shared memory per block; this device allows " +
+                     std::to_string(smem + attr.sharedSizeBytes) + " bytes of shared memory per block; this device allows " +
                      std::to_string(smem_optin()));
+  MSTAR_CUDA_CHECK(
+      cudaFuncSetAttribute(attend_kernel<QC>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
 
   if (static_cast<int64_t>(p.rows) * p.num_kv_heads > 0x7fffffff)
     throw InputError("bounded_attention (cuda): rows x num_kv_heads exceeds the grid");

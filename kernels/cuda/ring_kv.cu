@@ -290,9 +290,12 @@ void launch_ring(const RingAttentionParams& p) {
   using Tl = RingTile<BQ, BK, DM>;
   static_assert(Tl::kBytes <= 99 * 1024, "the tile must fit an sm_86/89 block's shared memory");
   const std::size_t smem = Tl::kBytes;
-  if (smem > smem_optin())
-    throw InputError("ring_attention (cuda): head_dim " + std::to_string(p.head_dim) + " needs " + std::to_string(smem) +
-                     " bytes of shared memory per block; this device allows " + std::to_string(smem_optin()));
+  cudaFuncAttributes attr{};
+  MSTAR_CUDA_CHECK(cudaFuncGetAttributes(&attr, ring_attend_kernel<BQ, BK, DM>));
+  if (smem + attr.sharedSizeBytes > smem_optin())
+    throw InputError("ring_attention (cuda): head_dim " + std::to_string(p.head_dim) + " needs " +
+                     std::to_string(smem + attr.sharedSizeBytes) + " bytes of shared memory per block; this device allows " +
+                     std::to_string(smem_optin()));
   MSTAR_CUDA_CHECK(cudaFuncSetAttribute(ring_attend_kernel<BQ, BK, DM>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         static_cast<int>(smem)));
   const int64_t qn = static_cast<int64_t>(p.q_tokens) * (p.num_q_heads / p.num_kv_heads);
