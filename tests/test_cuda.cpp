@@ -364,7 +364,7 @@ TEST_CASE("cuda bounded attention: long decode rows split across blocks, and a p
     }
 }
 
-TEST_CASE("cuda bounded attention: 1, 3 and 17 rows; a batch equals its rows run one by one, bit for bit") {
+TEST_CASE("cuda bounded attention: 1, 3 and 17 rows, and each batch equals its rows run one by one, bit for bit") {
   for (int32_t rows : {1, 3, 17}) {
     CAPTURE(rows);
     Scene s;
