@@ -21,8 +21,9 @@
 //     f32 weights: cublasSgemm in the default math mode (no TF32). f16/bf16
 //     weights: the activations converted to the weight's dtype in the
 //     workspace (rounded as core/dtype.h rounds), then cublasGemmEx with f32
-//     output and CUBLAS_COMPUTE_32F: the activations' rounding (2^-9
-//     relative for bf16, 2^-12 for f16) is this path's error.
+//     output and CUBLAS_COMPUTE_32F: the activations' rounding (at most 2^-8
+//     relative for bf16, 2^-11 for f16: their unit roundoffs) is this path's
+//     error.
 // rmsnorm: a block per row, the sum of squares in f32 (a block reduction;
 //   the host sums in double), the scale 1/sqrt(mean + eps) in double.
 // The elementwise ops use the host's operation order with explicit
