@@ -98,10 +98,13 @@ int main(int argc, char** argv) {
 
   int threads = 2, repeats = 5;
   int64_t mib = 512;
-  auto* memory = app.add_subcommand("memory", "STREAM-style copy and triad bandwidth, all threads");
+  std::string memory_backend = "cpu";
+  auto* memory = app.add_subcommand("memory", "STREAM-style copy and triad bandwidth, all threads (or the GPU's)");
   memory->add_option("--threads", threads, "threads")->check(CLI::PositiveNumber);
   memory->add_option("--mib", mib, "MiB per array (far beyond the caches)")->check(CLI::PositiveNumber);
   memory->add_option("--repeats", repeats, "repeats")->check(CLI::PositiveNumber);
+  memory->add_option("--backend", memory_backend, "cpu (host memory) or cuda (the GPU's memory)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
 
   KernelShape shape;
   std::string dtype = "bf16", backends = "all", cache = "both", sweep;
@@ -187,7 +190,12 @@ int main(int argc, char** argv) {
   return mstar::cli::guarded("mstar-bench", [&] {
     const Machine m = machine();
     if (fmt_out == Format::markdown) fmt::print("machine: {}\n\n", to_string(m));
-    if (*memory) {
+    if (*memory && memory_backend == "cuda") {
+      const DeviceBandwidth b = measure_device_bandwidth(mib << 20, repeats);
+      Table t{{"device", "array_mib", "copy_gbs", "triad_gbs", "copy_median_gbs", "triad_median_gbs"},
+              {{b.device, b.array_bytes >> 20, b.copy_gbs, b.triad_gbs, b.copy_median_gbs, b.triad_median_gbs}}};
+      std::cout << render(t, fmt_out);
+    } else if (*memory) {
       const Bandwidth b = measure_bandwidth(threads, mib << 20, repeats);
       Table t{{"threads", "array_mib", "copy_gbs", "triad_gbs", "copy_median_gbs", "triad_median_gbs"},
               {{b.threads, b.array_bytes >> 20, b.copy_gbs, b.triad_gbs, b.copy_median_gbs, b.triad_median_gbs}}};
@@ -198,7 +206,23 @@ int main(int argc, char** argv) {
       if (shape.kind == "decode") shape.q_tokens = kern->count("--q-tokens") ? shape.q_tokens : 1;
       if (shape.kind == "chunk" && !kern->count("--q-tokens")) shape.q_tokens = 64;
       if (shape.kind == "ring" && !kern->count("--q-tokens")) shape.q_tokens = 256;
-      if (bw <= 0) bw = measure_bandwidth(kthreads, 512 << 20, 5).triad_gbs;
+      // Each row is set against its own memory: --bandwidth when given, else
+      // the measured triad of the host (reference, cpu) or of the GPU (cuda),
+      // each measured once, when first needed.
+      double host_bw = bw, device_bw = bw;
+      std::string device_name;
+      auto bandwidth_for = [&](Backend b) {
+        if (b == Backend::cuda) {
+          if (device_bw <= 0) {
+            const DeviceBandwidth d = measure_device_bandwidth(512 << 20, 5);
+            device_bw = d.triad_gbs;
+            device_name = d.device;
+          }
+          return device_bw;
+        }
+        if (host_bw <= 0) host_bw = measure_bandwidth(kthreads, 512 << 20, 5).triad_gbs;
+        return host_bw;
+      };
       const std::vector<KernelShape> shapes = sweep.empty() ? std::vector<KernelShape>{shape} : read_sweep(sweep);
       Table t{{"kind", "backend", "cache", "dtype", "head_dim", "q_heads", "kv_heads", "sink", "kv_len", "q_tokens", "batch",
                "threads", "median_us", "min_us", "max_us", "kv_mib", "gbs", "of_bandwidth", "gflops"},
@@ -214,20 +238,32 @@ int main(int argc, char** argv) {
           }
           for (bool cold : {false, true}) {
             if ((cold && cache == "hot") || (!cold && cache == "cold")) continue;
+            const double of = bandwidth_for(b);
             const KernelResult r = bench_kernel(s, b, cold, b == Backend::reference ? std::min(krepeats, 3) : krepeats, m.llc_bytes);
             t.rows.push_back({s.kind, std::string(to_string(b)), cold ? "cold" : "hot", std::string(to_string(s.dtype)),
                               s.head_dim, s.q_heads, s.kv_heads, s.sink, s.kv_len, s.q_tokens, s.batch, s.threads, r.median_us,
-                              r.min_us, r.max_us, static_cast<double>(r.kv_bytes) / (1 << 20), r.gbs, r.gbs / bw, r.gflops});
+                              r.min_us, r.max_us, static_cast<double>(r.kv_bytes) / (1 << 20), r.gbs, r.gbs / of, r.gflops});
             bars.push_back({fmt::format("{} {} {} {} b{} {}", s.kind, to_string(b), cold ? "cold" : "hot",
                                         to_string(s.dtype), s.batch, s.kv_len),
-                            r.gbs / bw});
+                            r.gbs / of});
           }
         }
-      if (fmt_out == Format::markdown) fmt::print("measured bandwidth (triad, {} threads): {:.1f} GB/s\n\n", kthreads, bw);
+      if (fmt_out == Format::markdown) {
+        if (bw > 0) fmt::print("bandwidth (given): {:.1f} GB/s\n", bw);
+        if (bw <= 0 && host_bw > 0) fmt::print("measured bandwidth (triad, {} threads): {:.1f} GB/s\n", kthreads, host_bw);
+        if (bw <= 0 && device_bw > 0) fmt::print("measured device bandwidth (triad, {}): {:.1f} GB/s\n", device_name, device_bw);
+        fmt::print("\n");
+      }
       std::cout << render(t, fmt_out);
-      if (!plot.empty())
-        write_file(plot, bar_chart(fmt::format("KV read bandwidth / measured triad ({:.1f} GB/s)", bw),
-                                   "fraction of the machine's memory bandwidth", bars));
+      if (!plot.empty()) {
+        std::string against;
+        if (bw > 0) against = fmt::format("{:.1f} GB/s", bw);
+        if (bw <= 0 && host_bw > 0) against = fmt::format("host triad {:.1f} GB/s", host_bw);
+        if (bw <= 0 && device_bw > 0)
+          against += fmt::format("{}device triad {:.1f} GB/s", against.empty() ? "" : ", ", device_bw);
+        write_file(plot, bar_chart(fmt::format("KV read bandwidth / measured bandwidth ({})", against),
+                                   "fraction of the memory bandwidth", bars));
+      }
     } else if (*mm) {
       mshape.dtype = parse_dtype(mdtype, "--dtype");
       if (bw <= 0) bw = measure_bandwidth(mshape.threads, 512 << 20, 5).triad_gbs;
