@@ -135,8 +135,17 @@ Table bench_concurrency(const std::filesystem::path& config, const std::vector<s
 
 CheckpointBench bench_checkpoint(const std::filesystem::path& folder, const CheckpointOptions& o) {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / fmt::format("mstar-bench-checkpoint-{}", ::getpid());
-  fs::create_directories(dir);
+  // The manifest and deployment written for the folder, removed however the
+  // benchmark ends.
+  struct TempDir {
+    fs::path path = fs::temp_directory_path() / fmt::format("mstar-bench-checkpoint-{}", ::getpid());
+    TempDir() { fs::create_directories(path); }
+    ~TempDir() {
+      std::error_code ec;
+      fs::remove_all(path, ec);
+    }
+  } temp;
+  const fs::path& dir = temp.path;
   // The query window takes a whole prefill prompt in one chunk.
   std::ofstream(dir / "m.yaml") << fmt::format(
       "name: bench\nkind: {}\ncheckpoint: {}\nresources:\n  - resource_key: kv\n    type: bounded_kv\n"
@@ -144,9 +153,9 @@ CheckpointBench bench_checkpoint(const std::filesystem::path& folder, const Chec
       "      retention: {{sink: 4, window: {}}}\n      query_window: {}\n",
       o.kind, fs::absolute(folder).string(), o.window, std::max<int64_t>(64, o.prefill));
   std::ofstream(dir / "c.yaml") << fmt::format(
-      "model: m.yaml\nbackend: {}\nkv_dtype: bf16\nthreads: {}\nworkload:\n  voices:\n    v: {{seed: 1, length: 64}}\n"
+      "model: m.yaml\nbackend: {}\nkv_dtype: {}\nthreads: {}\nworkload:\n  voices:\n    v: {{seed: 1, length: 64}}\n"
       "  requests: {{count: 1, voices: [v], prompt_tokens: 16, max_tokens: {}, sampling: {{temperature: 0.8}}}}\n",
-      to_string(o.backend), o.threads, o.tokens);
+      to_string(o.backend), to_string(o.kv_dtype), o.threads, o.tokens);
   CheckpointBench out;
   const ResolvedDeployment d = resolve_or_throw(dir / "c.yaml", {});
   {
@@ -161,7 +170,6 @@ CheckpointBench bench_checkpoint(const std::filesystem::path& folder, const Chec
   if (!o.streams.empty()) out.sweep = bench_concurrency(dir / "c.yaml", {}, o.streams, o.tokens);
   if (!o.depths.empty()) out.depths = stream_table(bench_stream(d, o.depths, o.probe));
   if (o.prefill > 0) out.prefill = bench_prefill(d, o.prefill, 3);
-  fs::remove_all(dir);
   return out;
 }
 
@@ -183,7 +191,8 @@ Table bench_prefill(const ResolvedDeployment& d, int64_t tokens, int repeats) {
                {{tokens, chunk, med, static_cast<double>(tokens) / med}}};
 }
 
-std::vector<StreamPoint> bench_stream(const ResolvedDeployment& d, const std::vector<int64_t>& lengths, int probe) {
+std::vector<StreamPoint> bench_stream(const ResolvedDeployment& d, std::vector<int64_t> lengths, int probe) {
+  std::sort(lengths.begin(), lengths.end());  // one stream grows through them
   SpeechBench sb = speech_bench(d, "stream");
   TokenModel& model = *sb.model;
   const ModelOptions options = sb.options;

@@ -40,6 +40,7 @@ struct CheckpointOptions {
   std::vector<int64_t> streams = {1, 4, 16};
   int64_t tokens = 64;   // each stream decodes, in the sweep
   int64_t window = 252;  // the bounded cache's window
+  DType kv_dtype = DType::bf16;
   std::vector<int64_t> depths;  // none: no depth table
   int probe = 8;                // decode steps timed at each depth
   int64_t prefill = 0;          // prompt tokens; 0: no prefill table
@@ -62,9 +63,10 @@ struct StreamPoint {
   int64_t bounded_kv_bytes, full_kv_bytes;  // KV the cache must hold at this length
   int64_t rss_bytes;                        // the process's resident set after both
 };
-// One tts request decoding up to each length (advanced by chunked prefill
-// between checkpoints, then `probe` single-token steps timed).
-std::vector<StreamPoint> bench_stream(const ResolvedDeployment& d, const std::vector<int64_t>& lengths, int probe);
+// One tts request decoding up to each length, in increasing order (advanced
+// by chunked prefill between checkpoints, then `probe` single-token steps
+// timed).
+std::vector<StreamPoint> bench_stream(const ResolvedDeployment& d, std::vector<int64_t> lengths, int probe);
 Table stream_table(const std::vector<StreamPoint>& points);
 
 int64_t current_rss_bytes();
