@@ -22,6 +22,21 @@ constexpr int64_t kSpan = 2048;
 // wake-up costs more than the loop.
 int threads_for(int threads, int64_t work) { return work < 4096 ? 1 : threads; }
 
+// The body of each op for an instruction set (the x86 ones exist only there).
+struct Bodies {
+  decltype(&generic::rmsnorm_row) rmsnorm_row;
+  decltype(&generic::silu_mul_span) silu_mul_span;
+};
+
+Bodies bodies(CpuIsa isa) {
+#if defined(__x86_64__)
+  if (isa == CpuIsa::avx2) return {&avx2::rmsnorm_row, &avx2::silu_mul_span};
+  if (isa == CpuIsa::avx512 || isa == CpuIsa::avx512_bf16) return {&avx512::rmsnorm_row, &avx512::silu_mul_span};
+#endif
+  (void)isa;
+  return {&generic::rmsnorm_row, &generic::silu_mul_span};
+}
+
 }  // namespace
 
 void rmsnorm_cpu(const RmsNormParams& p) { rmsnorm_cpu_isa(p, best_cpu_isa()); }
@@ -29,18 +44,14 @@ void silu_mul_cpu(const SiluMulParams& p) { silu_mul_cpu_isa(p, best_cpu_isa());
 
 void rmsnorm_cpu_isa(const RmsNormParams& p, CpuIsa isa) {
   MSTAR_ASSERT(cpu_supports(isa), "rmsnorm_cpu_isa: this processor lacks the instruction set");
-  const auto row = isa == CpuIsa::generic ? &generic::rmsnorm_row
-                   : isa == CpuIsa::avx2  ? &avx2::rmsnorm_row
-                                          : &avx512::rmsnorm_row;
+  const auto row = bodies(isa).rmsnorm_row;
   parallel_for(threads_for(p.threads, p.rows * p.width), p.rows,
                [&](int64_t r, int) { row(p.x + r * p.width, p.w, p.eps, p.out + r * p.width, p.width); });
 }
 
 void silu_mul_cpu_isa(const SiluMulParams& p, CpuIsa isa) {
   MSTAR_ASSERT(cpu_supports(isa), "silu_mul_cpu_isa: this processor lacks the instruction set");
-  const auto span = isa == CpuIsa::generic ? &generic::silu_mul_span
-                    : isa == CpuIsa::avx2  ? &avx2::silu_mul_span
-                                           : &avx512::silu_mul_span;
+  const auto span = bodies(isa).silu_mul_span;
   parallel_for(threads_for(p.threads, p.n), (p.n + kSpan - 1) / kSpan, [&](int64_t t, int) {
     const int64_t at = t * kSpan;
     span(p.a + at, p.b + at, std::min(kSpan, p.n - at));

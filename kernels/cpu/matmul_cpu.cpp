@@ -20,13 +20,13 @@ struct Bodies {
 };
 
 Bodies bodies(CpuIsa isa) {
-  switch (isa) {
-    case CpuIsa::generic: return {&generic::matmul_panel, &generic::matmul_packed_cols, &generic::matmul_packed};
-    case CpuIsa::avx2: return {&avx2::matmul_panel, &avx2::matmul_packed_cols, &avx2::matmul_packed};
-    case CpuIsa::avx512:
-    case CpuIsa::avx512_bf16: break;
-  }
-  return {&avx512::matmul_panel, &avx512::matmul_packed_cols, &avx512::matmul_packed};
+#if defined(__x86_64__)
+  if (isa == CpuIsa::avx2) return {&avx2::matmul_panel, &avx2::matmul_packed_cols, &avx2::matmul_packed};
+  if (isa == CpuIsa::avx512 || isa == CpuIsa::avx512_bf16)
+    return {&avx512::matmul_panel, &avx512::matmul_packed_cols, &avx512::matmul_packed};
+#endif
+  (void)isa;
+  return {&generic::matmul_panel, &generic::matmul_packed_cols, &generic::matmul_packed};
 }
 
 }  // namespace
