@@ -1,7 +1,19 @@
-// The per-thread scratch the cpu backend's attention dispatchers share.
+// What the cpu backend's attention dispatchers share: the body per
+// instruction set and the per-thread scratch.
 #include "cpu/attention_cpu.h"
 
 namespace mstar::kernels {
+
+CpuUnits cpu_units(CpuIsa isa) {
+  switch (isa) {
+#if defined(__x86_64__)
+    case CpuIsa::avx2: return {&avx2::bounded_unit, &avx2::ring_unit};
+    case CpuIsa::avx512:
+    case CpuIsa::avx512_bf16: return {&avx512::bounded_unit, &avx512::ring_unit};  // see attention_cpu_avx512.cpp
+#endif
+    default: return {&generic::bounded_unit, &generic::ring_unit};  // off x86-64, cpu_supports allows only this
+  }
+}
 
 const CpuScratch& thread_scratch(int32_t max_qn, int32_t D) {
   thread_local std::vector<float> f;

@@ -24,7 +24,7 @@ void bounded_attention_cpu(const BoundedAttentionParams& p) { bounded_attention_
 
 void bounded_attention_cpu_isa(const BoundedAttentionParams& p, CpuIsa isa) {
   MSTAR_ASSERT(cpu_supports(isa), "bounded_attention_cpu_isa: this processor lacks the instruction set");
-  const auto unit = isa != CpuIsa::generic ? &avx2::bounded_unit : &generic::bounded_unit;
+  const auto unit = cpu_units(isa).bounded;
   const int32_t H = p.num_kv_heads, D = p.head_dim;
   const int32_t group = p.num_q_heads / H;
 

@@ -11,7 +11,7 @@ void ring_attention_cpu(const RingAttentionParams& p) { ring_attention_cpu_isa(p
 
 void ring_attention_cpu_isa(const RingAttentionParams& p, CpuIsa isa) {
   MSTAR_ASSERT(cpu_supports(isa), "ring_attention_cpu_isa: this processor lacks the instruction set");
-  const auto unit = isa != CpuIsa::generic ? &avx2::ring_unit : &generic::ring_unit;
+  const auto unit = cpu_units(isa).ring;
   const int32_t H = p.num_kv_heads;
   const int32_t qn = p.q_tokens * (p.num_q_heads / H);
   const int64_t units = static_cast<int64_t>(p.rows) * H;
