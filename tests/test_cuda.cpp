@@ -744,7 +744,7 @@ TEST_CASE("cuda rmsnorm: rows 1, 3, 17 at odd and real widths, in place too") {
       test::Rng rng(static_cast<uint64_t>(rows * width));
       const std::vector<float> x = rng.normals(static_cast<size_t>(rows * width)), w = rng.normals(static_cast<size_t>(width));
       std::vector<float> want(x.size());
-      rmsnorm_host({rows, width, x.data(), w.data(), 1e-6, want.data(), 1});
+      rmsnorm_reference({rows, width, x.data(), w.data(), 1e-6, want.data(), 1});
       DeviceBuffer dx = upload(x), dw = upload(w), dout(dev(), x.size() * sizeof(float));
       for (bool in_place : {false, true}) {
         if (in_place) dev().copy_from_host(dx.data(), x.data(), x.size() * sizeof(float));
@@ -763,7 +763,7 @@ TEST_CASE("cuda silu_mul, add_rows, lerp, gather_rows, embed: as the host comput
   for (size_t i = 0; i < 20; ++i) a[i] *= 30.0f;  // the tails of exp
   {
     std::vector<float> want = a;
-    silu_mul_host({n, want.data(), b.data(), 1});
+    silu_mul_reference({n, want.data(), b.data(), 1});
     DeviceBuffer da = upload(a), db = upload(b);
     silu_mul(kDev, {n, static_cast<float*>(da.data()), static_cast<const float*>(db.data()), 1});
     const std::vector<float> got = download<float>(da, a.size());
@@ -841,7 +841,7 @@ TEST_CASE("cuda rope: one section and three (time, height, width), far positions
     RopeParams hp = p;
     hp.x = want.data();
     hp.positions = pos.data();
-    rope_host(hp);
+    rope_reference(hp);
     DeviceBuffer dx = upload(x), dpos = upload(pos), d0 = upload(f0), d1 = upload(f1), d2 = upload(f2);
     p.x = static_cast<float*>(dx.data());
     p.positions = static_cast<const int64_t*>(dpos.data());
