@@ -219,7 +219,10 @@ void Server::routes() {
           }
           std::string out;
           for (const json& e : t.events) out += jsonl ? dump(e) + "\n" : "data: " + dump(e) + "\n\n";
-          if (!sink.write(out.data(), out.size())) {
+          // Looked at first: a write to a connection the client closed can
+          // still succeed once (the kernel buffers it), so the write alone
+          // would notice one event late.
+          if (!sink.is_writable() || !sink.write(out.data(), out.size())) {
             loop->cancel(*s, Cause::disconnect);
             return false;
           }
