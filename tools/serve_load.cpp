@@ -21,7 +21,9 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -270,9 +272,23 @@ int load(int port, int clients, double seconds, double hangup, double garbage, i
 
 struct Measured {
   double seconds = 0;  // first request to last event
+  double cpu_seconds = 0;  // the process's CPU time meanwhile, the load clients' own excluded
   int64_t tokens = 0;
   double first_chunk_p50_ms = 0;
 };
+
+double process_cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
+double thread_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
 
 std::vector<json> compare_requests(const mstar::ResolvedDeployment& d, int streams, int64_t max_tokens, uint64_t round) {
   std::vector<std::string> voices;
@@ -285,21 +301,24 @@ std::vector<json> compare_requests(const mstar::ResolvedDeployment& d, int strea
   return out;
 }
 
-Measured run_baseline(const mstar::ResolvedDeployment& d, const std::vector<json>& requests) {
-  auto engine = mstar::Engine::create(d);
+// One Engine for every round, as the server keeps one: both run warm.
+Measured run_baseline(mstar::Engine& engine, const std::vector<json>& requests) {
+  const int64_t produced = engine.counters().produced;
   std::vector<mstar::RequestLine> lines;
   for (const json& r : requests) lines.push_back(mstar::parse_request_line(r, "compare"));
   // Time to first chunk as a client sees it: to the first chunk event. (RunStats' first_chunk_ms is
   // taken when the first token is sampled, chunk_tokens steps earlier.)
   std::map<std::string, double> first;
+  const double cpu_start = process_cpu_seconds();
   const auto start = Clock::now();
-  const mstar::RunStats s = mstar::run_lines(*engine, std::move(lines), {}, [&](const mstar::Event& e) {
+  mstar::run_lines(engine, std::move(lines), {}, [&](const mstar::Event& e) {
     const std::string& kind = e.body["event"].get_ref<const std::string&>();
     if (kind == "chunk" || kind == "frame") first.emplace(e.body["id"].get<std::string>(), ms_between(start, Clock::now()));
   });
+  const double cpu = process_cpu_seconds() - cpu_start;
   std::vector<double> ttfc;
   for (const auto& [id, ms] : first) ttfc.push_back(ms);
-  return {ms_between(start, Clock::now()) / 1000, s.produced, mstar::percentile(ttfc, 50)};
+  return {ms_between(start, Clock::now()) / 1000, cpu, engine.counters().produced - produced, mstar::percentile(ttfc, 50)};
 }
 
 Measured run_served(mstar::serve::Server& server, const std::vector<json>& requests) {
@@ -307,18 +326,26 @@ Measured run_served(mstar::serve::Server& server, const std::vector<json>& reque
   std::vector<std::thread> threads;
   // Threads first, then every request at once: the engine sees them arrive together, as run_lines submits them.
   std::latch ready(static_cast<std::ptrdiff_t>(requests.size())), go(1);
+  std::mutex m_clients;
+  double clients_cpu = 0;  // a real client runs elsewhere: its CPU is not the server's
   for (size_t i = 0; i < requests.size(); ++i)
     threads.emplace_back([&, i] {
       ready.count_down();
       go.wait();
+      const double t0 = thread_cpu_seconds();
       got[i] = exchange(server.port(), http_post(requests[i].dump()), false);
+      const double used = thread_cpu_seconds() - t0;
+      std::lock_guard lock(m_clients);
+      clients_cpu += used;
     });
   ready.wait();
+  const double cpu_start = process_cpu_seconds();
   const auto start = Clock::now();
   go.count_down();
   for (auto& t : threads) t.join();
   Measured m;
   m.seconds = ms_between(start, Clock::now()) / 1000;
+  m.cpu_seconds = process_cpu_seconds() - cpu_start - clients_cpu;
   std::vector<double> ttfc;
   for (const Outcome& o : got) {
     if (o.kind != Outcome::Kind::done) throw std::runtime_error("compare: a stream did not finish: " + o.detail);
@@ -337,29 +364,36 @@ int compare(const mstar::ResolvedDeployment& d, const std::vector<int>& stream_c
   o.port = 0;
   mstar::serve::Server server(d, o);
   server.start();
+  auto engine = mstar::Engine::create(d);
   json rows = json::array();
   if (!as_json)
-    fmt::print("{:>7} | {:>12} {:>12} {:>9} | {:>14} {:>14} {:>9}\n", "streams", "run tok/s", "serve tok/s", "overhead",
-               "run 1st ms", "serve 1st ms", "+ms");
+    fmt::print("{:>7} | {:>10} {:>10} {:>9} | {:>13} {:>13} {:>9} | {:>10} {:>10} {:>8}\n", "streams", "run tok/s",
+               "serve tok/s", "overhead", "run cpu us/tok", "serve cpu us/tok", "cpu over", "run 1st ms", "serve 1st ms",
+               "+ms");
   uint64_t round = 0;
   for (const int streams : stream_counts) {
-    std::vector<double> run_tps, serve_tps, run_ttfc, serve_ttfc;
+    std::vector<double> run_tps, serve_tps, run_cpu, serve_cpu, run_ttfc, serve_ttfc;
     for (int r = 0; r < repeats; ++r) {
-      const Measured b = run_baseline(d, compare_requests(d, streams, max_tokens, ++round));
+      const Measured b = run_baseline(*engine, compare_requests(d, streams, max_tokens, ++round));
       const Measured s = run_served(server, compare_requests(d, streams, max_tokens, ++round));
       if (b.tokens != s.tokens) throw std::runtime_error("compare: the two runs produced different token counts");
-      run_tps.push_back(static_cast<double>(b.tokens) / b.seconds);
-      serve_tps.push_back(static_cast<double>(s.tokens) / s.seconds);
+      const auto tokens = static_cast<double>(b.tokens);
+      run_tps.push_back(tokens / b.seconds);
+      serve_tps.push_back(tokens / s.seconds);
+      run_cpu.push_back(1e6 * b.cpu_seconds / tokens);
+      serve_cpu.push_back(1e6 * s.cpu_seconds / tokens);
       run_ttfc.push_back(b.first_chunk_p50_ms);
       serve_ttfc.push_back(s.first_chunk_p50_ms);
     }
-    const double rt = median(run_tps), st = median(serve_tps), rf = median(run_ttfc), sf = median(serve_ttfc);
-    const double overhead = 100 * (rt / st - 1);
+    const double rt = median(run_tps), st = median(serve_tps), rc = median(run_cpu), sc = median(serve_cpu);
+    const double rf = median(run_ttfc), sf = median(serve_ttfc);
+    const double overhead = 100 * (rt / st - 1), cpu_overhead = 100 * (sc / rc - 1);
     rows.push_back({{"streams", streams}, {"run_tokens_per_s", rt}, {"serve_tokens_per_s", st}, {"overhead_percent", overhead},
+                    {"run_cpu_us_per_token", rc}, {"serve_cpu_us_per_token", sc}, {"cpu_overhead_percent", cpu_overhead},
                     {"run_first_chunk_ms", rf}, {"serve_first_chunk_ms", sf}, {"first_chunk_overhead_ms", sf - rf}});
     if (!as_json)
-      fmt::print("{:>7} | {:>12.0f} {:>12.0f} {:>8.1f}% | {:>14.2f} {:>14.2f} {:>9.2f}\n", streams, rt, st, overhead, rf, sf,
-                 sf - rf);
+      fmt::print("{:>7} | {:>10.0f} {:>10.0f} {:>8.1f}% | {:>13.0f} {:>13.0f} {:>8.1f}% | {:>10.2f} {:>10.2f} {:>8.2f}\n",
+                 streams, rt, st, overhead, rc, sc, cpu_overhead, rf, sf, sf - rf);
   }
   if (as_json) std::cout << json{{"max_tokens", max_tokens}, {"repeats", repeats}, {"rows", rows}}.dump() << "\n";
   server.stop();
