@@ -546,6 +546,20 @@ TEST_CASE("serve: a client that reads too slowly has its request cancelled, and 
   loop.close(*quick.stream);
 }
 
+TEST_CASE("serve: an address that cannot be bound is an input error naming it") {
+  const auto d = deployment("tts-demo.yaml");
+  Running first(d);
+  serve::ServeOptions o;
+  o.port = first.port;
+  serve::Server second(d, o);
+  const std::string in_use_message = fmt::format("cannot listen on 127.0.0.1:{}: Address already in use", first.port);
+  CHECK_THROWS_WITH_AS(second.start(), in_use_message.c_str(), InputError);
+  o.host = "no-such-host.invalid";
+  o.port = 0;
+  serve::Server third(d, o);
+  CHECK_THROWS_WITH_AS(third.start(), doctest::Contains("cannot listen on no-such-host.invalid:0"), InputError);
+}
+
 TEST_CASE("serve: shutdown cancels the running streams, or lets them finish within the drain time") {
   SUBCASE("cancel") {
     Running srv(deployment("tts-demo.yaml"));
