@@ -272,6 +272,7 @@ int load(int port, int clients, double seconds, double hangup, double garbage, i
 
 struct Measured {
   double seconds = 0;  // first request to last event
+  double engine_thread_share = 0;  // serve: the engine thread's time on the server's work, over its time in steps
   double cpu_seconds = 0;  // the process's CPU time meanwhile, the load clients' own excluded
   int64_t tokens = 0;
   double first_chunk_p50_ms = 0;
@@ -318,7 +319,12 @@ Measured run_baseline(mstar::Engine& engine, const std::vector<json>& requests) 
   const double cpu = process_cpu_seconds() - cpu_start;
   std::vector<double> ttfc;
   for (const auto& [id, ms] : first) ttfc.push_back(ms);
-  return {ms_between(start, Clock::now()) / 1000, cpu, engine.counters().produced - produced, mstar::percentile(ttfc, 50)};
+  Measured m;
+  m.seconds = ms_between(start, Clock::now()) / 1000;
+  m.cpu_seconds = cpu;
+  m.tokens = engine.counters().produced - produced;
+  m.first_chunk_p50_ms = mstar::percentile(ttfc, 50);
+  return m;
 }
 
 Measured run_served(mstar::serve::Server& server, const std::vector<json>& requests) {
@@ -339,6 +345,7 @@ Measured run_served(mstar::serve::Server& server, const std::vector<json>& reque
       clients_cpu += used;
     });
   ready.wait();
+  const auto times = server.loop().thread_times();
   const double cpu_start = process_cpu_seconds();
   const auto start = Clock::now();
   go.count_down();
@@ -346,6 +353,8 @@ Measured run_served(mstar::serve::Server& server, const std::vector<json>& reque
   Measured m;
   m.seconds = ms_between(start, Clock::now()) / 1000;
   m.cpu_seconds = process_cpu_seconds() - cpu_start - clients_cpu;
+  const auto after = server.loop().thread_times();
+  m.engine_thread_share = (after.serving - times.serving) / (after.stepping - times.stepping);
   std::vector<double> ttfc;
   for (const Outcome& o : got) {
     if (o.kind != Outcome::Kind::done) throw std::runtime_error("compare: a stream did not finish: " + o.detail);
@@ -367,16 +376,17 @@ int compare(const mstar::ResolvedDeployment& d, const std::vector<int>& stream_c
   auto engine = mstar::Engine::create(d);
   json rows = json::array();
   if (!as_json)
-    fmt::print("{:>7} | {:>10} {:>10} {:>9} | {:>13} {:>13} {:>9} | {:>10} {:>10} {:>8}\n", "streams", "run tok/s",
-               "serve tok/s", "overhead", "run cpu us/tok", "serve cpu us/tok", "cpu over", "run 1st ms", "serve 1st ms",
-               "+ms");
+    fmt::print("{:>7} | {:>10} {:>10} {:>9} | {:>13} {:>13} {:>9} | {:>11} | {:>10} {:>10} {:>8}\n", "streams", "run tok/s",
+               "serve tok/s", "overhead", "run cpu us/tok", "serve cpu us/tok", "cpu over", "engine thr.", "run 1st ms",
+               "serve 1st ms", "+ms");
   uint64_t round = 0;
   for (const int streams : stream_counts) {
-    std::vector<double> run_tps, serve_tps, run_cpu, serve_cpu, run_ttfc, serve_ttfc;
+    std::vector<double> run_tps, serve_tps, run_cpu, serve_cpu, run_ttfc, serve_ttfc, share;
     for (int r = 0; r < repeats; ++r) {
       const Measured b = run_baseline(*engine, compare_requests(d, streams, max_tokens, ++round));
       const Measured s = run_served(server, compare_requests(d, streams, max_tokens, ++round));
-      if (b.tokens != s.tokens) throw std::runtime_error("compare: the two runs produced different token counts");
+      if (b.tokens != s.tokens)
+        throw std::runtime_error(fmt::format("compare: the two runs produced {} and {} tokens", b.tokens, s.tokens));
       const auto tokens = static_cast<double>(b.tokens);
       run_tps.push_back(tokens / b.seconds);
       serve_tps.push_back(tokens / s.seconds);
@@ -384,16 +394,18 @@ int compare(const mstar::ResolvedDeployment& d, const std::vector<int>& stream_c
       serve_cpu.push_back(1e6 * s.cpu_seconds / tokens);
       run_ttfc.push_back(b.first_chunk_p50_ms);
       serve_ttfc.push_back(s.first_chunk_p50_ms);
+      share.push_back(100 * s.engine_thread_share);
     }
     const double rt = median(run_tps), st = median(serve_tps), rc = median(run_cpu), sc = median(serve_cpu);
-    const double rf = median(run_ttfc), sf = median(serve_ttfc);
+    const double rf = median(run_ttfc), sf = median(serve_ttfc), sh = median(share);
     const double overhead = 100 * (rt / st - 1), cpu_overhead = 100 * (sc / rc - 1);
     rows.push_back({{"streams", streams}, {"run_tokens_per_s", rt}, {"serve_tokens_per_s", st}, {"overhead_percent", overhead},
                     {"run_cpu_us_per_token", rc}, {"serve_cpu_us_per_token", sc}, {"cpu_overhead_percent", cpu_overhead},
+                    {"engine_thread_serving_percent", sh},
                     {"run_first_chunk_ms", rf}, {"serve_first_chunk_ms", sf}, {"first_chunk_overhead_ms", sf - rf}});
     if (!as_json)
-      fmt::print("{:>7} | {:>10.0f} {:>10.0f} {:>8.1f}% | {:>13.0f} {:>13.0f} {:>8.1f}% | {:>10.2f} {:>10.2f} {:>8.2f}\n",
-                 streams, rt, st, overhead, rc, sc, cpu_overhead, rf, sf, sf - rf);
+      fmt::print("{:>7} | {:>10.0f} {:>10.0f} {:>8.1f}% | {:>13.0f} {:>13.0f} {:>8.1f}% | {:>10.2f}% | {:>10.2f} {:>10.2f} {:>8.2f}\n",
+                 streams, rt, st, overhead, rc, sc, cpu_overhead, sh, rf, sf, sf - rf);
   }
   if (as_json) std::cout << json{{"max_tokens", max_tokens}, {"repeats", repeats}, {"rows", rows}}.dump() << "\n";
   server.stop();

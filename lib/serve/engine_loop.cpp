@@ -107,10 +107,12 @@ void EngineLoop::close(Stream& s) {
 void EngineLoop::run() {
   for (;;) {
     std::vector<std::shared_ptr<Stream>> taking;
+    Clock::time_point awake;
     {
       std::unique_lock lock(m_);
       wake_.wait(lock, [&] { return stop_ || !cancels_.empty() || !engine_->idle(); });
       if (stop_) return;
+      awake = Clock::now();
       // Every event of earlier steps is routed: an accepted stream the engine
       // has not ended is held by the engine, so its cancel cannot miss. A
       // pending one waits until the engine has taken it.
@@ -140,7 +142,8 @@ void EngineLoop::run() {
       if (on_failure_) on_failure_(message);
       return;
     }
-    const double seconds = seconds_since(start);
+    const auto stepped = Clock::now();
+    const double seconds = std::chrono::duration<double>(stepped - start).count();
     {
       std::lock_guard lock(m_);
       const RunStats& c = engine_->counters();
@@ -155,6 +158,8 @@ void EngineLoop::run() {
           s->cv_.notify_all();
         }
       publish();
+      // The server's own share of this thread: before the step and after it.
+      serve_seconds_ += std::chrono::duration<double>(start - awake).count() + seconds_since(stepped);
     }
   }
 }
@@ -302,6 +307,11 @@ std::string EngineLoop::failure() const {
   return failure_;
 }
 
+EngineLoop::ThreadTimes EngineLoop::thread_times() const {
+  std::lock_guard lock(m_);
+  return {step_seconds_.sum(), serve_seconds_};
+}
+
 Snapshot EngineLoop::snapshot() const {
   std::lock_guard lock(m_);
   Snapshot s = snap_;
@@ -328,6 +338,9 @@ std::string EngineLoop::metrics_text() const {
   o += fmt::format("mstar_produced_total{{unit=\"{}\"}} {}\n", unit_, produced_);
   metric_header(o, "mstar_steps_total", "counter", "Engine steps that ran a batch.");
   o += fmt::format("mstar_steps_total {}\n", steps_);
+  metric_header(o, "mstar_engine_thread_serving_seconds_total", "counter",
+                "Time the engine thread spent on the server's work between steps: cancels, routing events, occupancy.");
+  o += fmt::format("mstar_engine_thread_serving_seconds_total {}\n", serve_seconds_);
   step_seconds_.render(o, "mstar_step_duration_seconds", "Wall time of an engine step that ran a batch.");
   first_chunk_seconds_.render(o, "mstar_time_to_first_chunk_seconds",
                               "From a request's body being read to its first chunk or frame reaching its stream.");

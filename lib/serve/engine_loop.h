@@ -156,6 +156,12 @@ class EngineLoop {
   std::string failure() const;
 
   Snapshot snapshot() const;
+  // The engine thread's time so far: in steps that ran a batch, and on the
+  // server's own work between steps (routing, cancels, occupancy).
+  struct ThreadTimes {
+    double stepping = 0, serving = 0;
+  };
+  ThreadTimes thread_times() const;
   // The Prometheus text of the loop's metrics (requests, output, latencies, occupancy).
   std::string metrics_text() const;
   const ResolvedDeployment& deployment() const { return engine_->deployment(); }
@@ -193,6 +199,7 @@ class EngineLoop {
   uint64_t failed_ = 0, cancelled_disconnect_ = 0, cancelled_slow_ = 0, cancelled_shutdown_ = 0;
   uint64_t refused_busy_ = 0;  // 429s
   int64_t produced_ = 0, steps_ = 0;
+  double serve_seconds_ = 0;  // the engine thread's time outside step()
   Histogram step_seconds_{step_buckets()};
   Histogram first_chunk_seconds_{first_chunk_buckets()};
 
