@@ -120,4 +120,15 @@ void gather_rows_host(const GatherRowsParams& p);
 void add_rows_host(const AddRowsParams& p);
 void lerp_host(const LerpParams& p);
 
+// Host only (the sampler reads logits on the host): out[i] = exp((x[i] -
+// shift) * scale) for i < n, and their sum; the cpu backend's vector exp
+// (relative error about 2e-7), one thread.
+struct ExpScaledParams {
+  int64_t n = 0;
+  const float* x = nullptr;  // [n]
+  float shift = 0.0f, scale = 1.0f;
+  float* out = nullptr;  // [n]
+};
+double exp_scaled_host(const ExpScaledParams& p);
+
 }  // namespace mstar::kernels

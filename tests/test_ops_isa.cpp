@@ -3,6 +3,7 @@
 // reference (plain loops in double), on odd sizes, for every weight dtype.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -140,4 +141,30 @@ void elementwise_cases(CpuIsa isa) {
 
 TEST_CASE("rmsnorm and silu_mul: the instruction set's body agrees with the reference") {
   elementwise_cases(test::isa_under_test());
+}
+
+TEST_CASE("exp_scaled: the instruction set's body against std::exp in double, and the sum") {
+  const CpuIsa isa = test::isa_under_test();
+  test::Rng rng(31);
+  // Tolerance: the vector exp's relative error is about 2e-7; the argument
+  // is rounded to f32 twice (the difference, the product), an absolute error
+  // of about 1.2e-7 |arg| that exp turns into as much relative error. The sum
+  // adds each lane's f32 running sum over a block of 4096 entries (256 terms
+  // a lane: at most 256 ulps, 1.5e-5, typically far less); 2e-5 relative.
+  for (int64_t n : {1, 17, 54, 97, 4097, 151936}) {
+    CAPTURE(n);
+    std::vector<float> x = rng.normals(static_cast<size_t>(n));
+    for (size_t i = 0; i < x.size(); i += 5) x[i] *= 40.0f;  // far below the shift too: flushed towards 0
+    const float shift = *std::max_element(x.begin(), x.end()), scale = 1.25f;
+    std::vector<float> got(x.size());
+    const double sum = exp_scaled_cpu_isa({n, x.data(), shift, scale, got.data()}, isa);
+    double want_sum = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      const double arg = (static_cast<double>(x[i]) - shift) * scale, want = std::exp(arg);
+      want_sum += want;
+      CAPTURE(i);
+      REQUIRE(std::fabs(got[i] - want) <= (1e-6 + 2.5e-7 * std::fabs(arg)) * want + 1e-37);
+    }
+    CHECK(std::fabs(sum - want_sum) <= 2e-5 * want_sum);
+  }
 }
