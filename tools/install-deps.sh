@@ -4,10 +4,11 @@
 # missing the script prints nothing and touches no package list.
 set -euo pipefail
 
+# libxxhash-dev checksums snapshots.
 packages=(
   build-essential cmake ninja-build pkg-config git
   libcli11-dev libyaml-cpp-dev libfmt-dev nlohmann-json3-dev doctest-dev
-  libopenblas-dev libpcre2-dev libutf8proc-dev python3-numpy
+  libopenblas-dev libpcre2-dev libutf8proc-dev libxxhash-dev python3-numpy
 )
 
 missing=()
