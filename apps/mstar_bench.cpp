@@ -17,6 +17,8 @@
 
 #include "bench/engine_bench.h"
 #include "bench/kernels.h"
+#include "bench/matmul.h"
+#include "bench/sampling.h"
 #include "bench/machine.h"
 #include "bench/memory.h"
 #include "bench/report.h"
@@ -109,10 +111,13 @@ int main(int argc, char** argv) {
 
   int threads = 2, repeats = 5;
   int64_t mib = 512;
-  auto* memory = app.add_subcommand("memory", "STREAM-style copy and triad bandwidth, all threads");
+  std::string memory_backend = "cpu";
+  auto* memory = app.add_subcommand("memory", "STREAM-style copy and triad bandwidth, all threads (or the GPU's)");
   memory->add_option("--threads", threads, "threads")->check(CLI::Range(1, 1024));
   memory->add_option("--mib", mib, "MiB per array (far beyond the caches)")->check(CLI::PositiveNumber);
   memory->add_option("--repeats", repeats, "repeats")->check(CLI::PositiveNumber);
+  memory->add_option("--backend", memory_backend, "cpu (host memory) or cuda (the GPU's memory)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
 
   KernelShape shape;
   std::string dtype = "bf16", backends = "all", cache = "both", sweep;
@@ -136,6 +141,25 @@ int main(int argc, char** argv) {
   kern->add_option("--sweep", sweep, "YAML file of shapes (shapes: [{kind, head_dim, ...}])");
   kern->add_option("--bandwidth", bw, "GB/s to compare with (default: measure it now)");
 
+  MatmulShape mshape;
+  std::string mrows = "1,4,16,64,512", mdtype = "bf16";
+  int mrepeats = 20;
+  auto* mm = app.add_subcommand("matmul", "the trunk's matrix product by each cpu path, hot and cold");
+  mm->add_option("--rows", mrows, "rows (tokens) per product, comma-separated");
+  mm->add_option("--in", mshape.in, "input width")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  mm->add_option("--out", mshape.out, "output width")->check(CLI::Range(int64_t{1}, int64_t{1} << 22));
+  mm->add_option("--dtype", mdtype, "weight dtype")->check(CLI::IsMember({"f32", "f16", "bf16"}));
+  mm->add_option("--threads", mshape.threads, "threads")->check(CLI::Range(1, 1024));
+  mm->add_option("--repeats", mrepeats, "timed calls")->check(CLI::Range(1, 100000));
+  mm->add_option("--cache", cache, "hot, cold or both")->check(CLI::IsMember({"hot", "cold", "both"}));
+  mm->add_option("--bandwidth", bw, "GB/s to compare with (default: measure it now)");
+
+  int64_t vocab = 151936;
+  int srepeats = 200;
+  auto* samp = app.add_subcommand("sample", "turning one step's logits into a token, per sampling setting");
+  samp->add_option("--vocab", vocab, "vocabulary size")->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
+  samp->add_option("--repeats", srepeats, "timed draws")->check(CLI::Range(1, 1000000));
+
   std::string config;
   std::vector<std::string> sets;
   std::string streams = "1,4,16,32", lengths = "1024,2048,4096,8192,16384,32768,65536";
@@ -147,19 +171,22 @@ int main(int argc, char** argv) {
   run->add_option("--repeats", rrepeats, "runs of the workload")->check(CLI::PositiveNumber);
   run->add_option("--streams", streams, "concurrent streams to sweep, comma-separated");
   run->add_option("--tokens", tokens, "tokens (or frames) per stream in the sweep")->check(CLI::PositiveNumber);
-  std::string folder, kind = "qwen2", cbackend = "cpu";
-  int cthreads = 2;
-  int64_t window = 252;
+  std::string folder, cbackend = "cpu", depths, ckv = "bf16";
+  CheckpointOptions copt;
   std::string cstreams = "1,4,16";
   auto* ckpt = app.add_subcommand("checkpoint", "a Hugging Face checkpoint folder as a speech model: load, memory, "
-                                                "single-stream and aggregate decode");
+                                                "aggregate decode, decode at depths, prefill");
   ckpt->add_option("folder", folder, "checkpoint folder (config.json, safetensors)")->required();
-  ckpt->add_option("--kind", kind, "family: llama or qwen2")->check(CLI::IsMember({"llama", "qwen2"}));
+  ckpt->add_option("--kind", copt.kind, "family: llama or qwen2")->check(CLI::IsMember({"llama", "qwen2"}));
   ckpt->add_option("--backend", cbackend, "reference, cpu or cuda")->check(CLI::IsMember({"reference", "cpu", "cuda"}));
-  ckpt->add_option("--threads", cthreads, "threads")->check(CLI::Range(1, 1024));
-  ckpt->add_option("--streams", cstreams, "concurrent streams to sweep, comma-separated");
-  ckpt->add_option("--tokens", tokens, "tokens each stream decodes")->check(CLI::Range(1, 1 << 20));
-  ckpt->add_option("--window", window, "the bounded cache's window")->check(CLI::Range(1, 1 << 20));
+  ckpt->add_option("--threads", copt.threads, "threads")->check(CLI::Range(1, 1024));
+  ckpt->add_option("--streams", cstreams, "concurrent streams to sweep, comma-separated (empty: no sweep)");
+  ckpt->add_option("--tokens", copt.tokens, "tokens each stream decodes")->check(CLI::Range(1, 1 << 20));
+  ckpt->add_option("--window", copt.window, "the bounded cache's window")->check(CLI::Range(1, 1 << 20));
+  ckpt->add_option("--depths", depths, "single-stream decode at these stream lengths, comma-separated");
+  ckpt->add_option("--probe", copt.probe, "decode steps timed at each depth")->check(CLI::Range(1, 100000));
+  ckpt->add_option("--prefill", copt.prefill, "time one prompt of this many tokens")->check(CLI::Range(0, 1 << 20));
+  ckpt->add_option("--kv-dtype", ckv, "the cache's dtype")->check(CLI::IsMember({"f32", "f16", "bf16"}));
   std::string tokenizer_path, text_file;
   int tpasses = 5;
   auto* tokenize = app.add_subcommand("tokenize", "encode throughput of a tokenizer.json over a text file, one thread");
@@ -190,9 +217,18 @@ int main(int argc, char** argv) {
     const Machine m = machine();
     if (fmt_out == Format::markdown) fmt::print("machine: {}\n\n", to_string(m));
     if (*memory) {
-      // Three arrays of --mib each, checked before they are allocated.
+      // Three arrays of --mib each, checked before they are allocated (the
+      // GPU's allocator refuses what its memory cannot hold).
       const auto bytes = checked_product({3, mib, int64_t{1} << 20});
-      check_fits_memory(fmt::format("--mib {} (three arrays)", mib), bytes.value_or(UINT64_MAX), Backend::cpu);
+      check_fits_memory(fmt::format("--mib {} (three arrays)", mib), bytes.value_or(UINT64_MAX),
+                        memory_backend == "cuda" ? Backend::cuda : Backend::cpu);
+    }
+    if (*memory && memory_backend == "cuda") {
+      const DeviceBandwidth b = measure_device_bandwidth(mib << 20, repeats);
+      Table t{{"device", "array_mib", "copy_gbs", "triad_gbs", "copy_median_gbs", "triad_median_gbs"},
+              {{b.device, b.array_bytes >> 20, b.copy_gbs, b.triad_gbs, b.copy_median_gbs, b.triad_median_gbs}}};
+      std::cout << render(t, fmt_out);
+    } else if (*memory) {
       const Bandwidth b = measure_bandwidth(threads, mib << 20, repeats);
       Table t{{"threads", "array_mib", "copy_gbs", "triad_gbs", "copy_median_gbs", "triad_median_gbs"},
               {{b.threads, b.array_bytes >> 20, b.copy_gbs, b.triad_gbs, b.copy_median_gbs, b.triad_median_gbs}}};
@@ -203,7 +239,23 @@ int main(int argc, char** argv) {
       if (shape.kind == "decode") shape.q_tokens = kern->count("--q-tokens") ? shape.q_tokens : 1;
       if (shape.kind == "chunk" && !kern->count("--q-tokens")) shape.q_tokens = 64;
       if (shape.kind == "ring" && !kern->count("--q-tokens")) shape.q_tokens = 256;
-      if (bw <= 0) bw = measure_bandwidth(kthreads, 512 << 20, 5).triad_gbs;
+      // Each row is set against its own memory: --bandwidth when given, else
+      // the measured triad of the host (reference, cpu) or of the GPU (cuda),
+      // each measured once, when first needed.
+      double host_bw = bw, device_bw = bw;
+      std::string device_name;
+      auto bandwidth_for = [&](Backend b) {
+        if (b == Backend::cuda) {
+          if (device_bw <= 0) {
+            const DeviceBandwidth d = measure_device_bandwidth(512 << 20, 5);
+            device_bw = d.triad_gbs;
+            device_name = d.device;
+          }
+          return device_bw;
+        }
+        if (host_bw <= 0) host_bw = measure_bandwidth(kthreads, 512 << 20, 5).triad_gbs;
+        return host_bw;
+      };
       const std::vector<KernelShape> shapes = sweep.empty() ? std::vector<KernelShape>{shape} : read_sweep(sweep);
       Table t{{"kind", "backend", "cache", "dtype", "head_dim", "q_heads", "kv_heads", "sink", "kv_len", "q_tokens", "batch",
                "threads", "median_us", "min_us", "max_us", "kv_mib", "gbs", "of_bandwidth", "gflops"},
@@ -219,20 +271,55 @@ int main(int argc, char** argv) {
           }
           for (bool cold : {false, true}) {
             if ((cold && cache == "hot") || (!cold && cache == "cold")) continue;
+            const double of = bandwidth_for(b);
             const KernelResult r = bench_kernel(s, b, cold, b == Backend::reference ? std::min(krepeats, 3) : krepeats, m.llc_bytes);
             t.rows.push_back({s.kind, std::string(to_string(b)), cold ? "cold" : "hot", std::string(to_string(s.dtype)),
                               s.head_dim, s.q_heads, s.kv_heads, s.sink, s.kv_len, s.q_tokens, s.batch, s.threads, r.median_us,
-                              r.min_us, r.max_us, static_cast<double>(r.kv_bytes) / (1 << 20), r.gbs, r.gbs / bw, r.gflops});
+                              r.min_us, r.max_us, static_cast<double>(r.kv_bytes) / (1 << 20), r.gbs, r.gbs / of, r.gflops});
             bars.push_back({fmt::format("{} {} {} {} b{} {}", s.kind, to_string(b), cold ? "cold" : "hot",
                                         to_string(s.dtype), s.batch, s.kv_len),
-                            r.gbs / bw});
+                            r.gbs / of});
           }
         }
-      if (fmt_out == Format::markdown) fmt::print("measured bandwidth (triad, {} threads): {:.1f} GB/s\n\n", kthreads, bw);
+      if (fmt_out == Format::markdown) {
+        if (bw > 0) fmt::print("bandwidth (given): {:.1f} GB/s\n", bw);
+        if (bw <= 0 && host_bw > 0) fmt::print("measured bandwidth (triad, {} threads): {:.1f} GB/s\n", kthreads, host_bw);
+        if (bw <= 0 && device_bw > 0) fmt::print("measured device bandwidth (triad, {}): {:.1f} GB/s\n", device_name, device_bw);
+        fmt::print("\n");
+      }
       std::cout << render(t, fmt_out);
-      if (!plot.empty())
-        write_file(plot, bar_chart(fmt::format("KV read bandwidth / measured triad ({:.1f} GB/s)", bw),
-                                   "fraction of the machine's memory bandwidth", bars));
+      if (!plot.empty()) {
+        std::string against;
+        if (bw > 0) against = fmt::format("{:.1f} GB/s", bw);
+        if (bw <= 0 && host_bw > 0) against = fmt::format("host triad {:.1f} GB/s", host_bw);
+        if (bw <= 0 && device_bw > 0)
+          against += fmt::format("{}device triad {:.1f} GB/s", against.empty() ? "" : ", ", device_bw);
+        write_file(plot, bar_chart(fmt::format("KV read bandwidth / measured bandwidth ({})", against),
+                                   "fraction of the memory bandwidth", bars));
+      }
+    } else if (*mm) {
+      mshape.dtype = parse_dtype(mdtype, "--dtype");
+      if (bw <= 0) bw = measure_bandwidth(mshape.threads, 512 << 20, 5).triad_gbs;
+      Table t{{"method", "cache", "dtype", "rows", "in", "out", "threads", "median_us", "min_us", "weight_gbs",
+               "of_bandwidth", "gflops"},
+              {}};
+      for (int64_t rows : parse_list(mrows, "--rows")) {
+        mshape.rows = rows;
+        for (bool cold : {false, true}) {
+          if ((cold && cache == "hot") || (!cold && cache == "cold")) continue;
+          for (const MatmulResult& r : bench_matmul(mshape, cold, mrepeats, m.llc_bytes))
+            t.rows.push_back({r.method, cold ? "cold" : "hot", std::string(to_string(mshape.dtype)), rows, mshape.in,
+                              mshape.out, mshape.threads, r.median_us, r.min_us, r.weight_gbs, r.weight_gbs / bw, r.gflops});
+        }
+      }
+      if (fmt_out == Format::markdown)
+        fmt::print("measured bandwidth (triad, {} threads): {:.1f} GB/s\n\n", mshape.threads, bw);
+      std::cout << render(t, fmt_out);
+    } else if (*samp) {
+      Table t{{"setting", "vocab", "median_us", "max_us"}, {}};
+      for (const SamplingResult& r : bench_sampling(vocab, srepeats))
+        t.rows.push_back({r.setting, r.vocab, r.median_us, r.max_us});
+      std::cout << render(t, fmt_out);
     } else if (*run) {
       const std::vector<int64_t> stream_counts = parse_list(streams, "--streams");  // refused before anything runs
       const ResolvedDeployment d = resolve_or_throw(config, sets);
@@ -247,11 +334,16 @@ int main(int argc, char** argv) {
                                   r.mb_per_s()}}},
                           fmt_out);
     } else if (*ckpt) {
-      const CheckpointBench b =
-          bench_checkpoint(folder, kind, parse_backend(cbackend, "--backend"), cthreads, parse_list(cstreams, "--streams"), tokens, window);
-      std::cout << render(b.load, fmt_out);
-      if (fmt_out == Format::markdown) std::cout << "\n";
-      std::cout << render(b.sweep, fmt_out);
+      copt.backend = parse_backend(cbackend, "--backend");
+      copt.kv_dtype = parse_dtype(ckv, "--kv-dtype");
+      copt.streams = cstreams.empty() ? std::vector<int64_t>{} : parse_list(cstreams, "--streams");
+      if (!depths.empty()) copt.depths = parse_list(depths, "--depths");
+      const CheckpointBench b = bench_checkpoint(folder, copt);
+      for (const Table* t : {&b.load, &b.sweep, &b.depths, &b.prefill}) {
+        if (t->rows.empty()) continue;
+        if (t != &b.load && fmt_out == Format::markdown) std::cout << "\n";
+        std::cout << render(*t, fmt_out);
+      }
     } else if (*soak_cmd) {
       const ResolvedDeployment d = resolve_or_throw(config, sets);
       const SoakResult r = soak(d, soak_options);

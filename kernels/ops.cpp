@@ -49,8 +49,8 @@ void rmsnorm(Backend b, const RmsNormParams& p) {
   if (p.rows == 0) return;
   check(p.x && p.w && p.out, op, "x, w and out are required");
   switch (b) {
-    case Backend::reference:
-    case Backend::cpu: return rmsnorm_host(p);
+    case Backend::reference: return rmsnorm_reference(p);
+    case Backend::cpu: return rmsnorm_cpu(p);
     case Backend::cuda: MSTAR_CUDA_DISPATCH(rmsnorm_cuda(p));
   }
   not_built(op, b);
@@ -62,8 +62,8 @@ void silu_mul(Backend b, const SiluMulParams& p) {
   if (p.n == 0) return;
   check(p.a && p.b, op, "a and b are required");
   switch (b) {
-    case Backend::reference:
-    case Backend::cpu: return silu_mul_host(p);
+    case Backend::reference: return silu_mul_reference(p);
+    case Backend::cpu: return silu_mul_cpu(p);
     case Backend::cuda: MSTAR_CUDA_DISPATCH(silu_mul_cuda(p));
   }
   not_built(op, b);
@@ -88,8 +88,8 @@ void rope(Backend b, const RopeParams& p) {
   if (p.tokens == 0) return;
   check(p.x && p.positions, op, "x and positions are required");
   switch (b) {
-    case Backend::reference:
-    case Backend::cpu: return rope_host(p);
+    case Backend::reference: return rope_reference(p);
+    case Backend::cpu: return rope_cpu(p);
     case Backend::cuda: MSTAR_CUDA_DISPATCH(rope_cuda(p));
   }
   not_built(op, b);

@@ -109,9 +109,12 @@ void lerp(Backend b, const LerpParams& p);
 // The host backends, for the dispatcher and for tests.
 void matmul_reference(const MatmulParams& p);
 void matmul_cpu(const MatmulParams& p);
-void rmsnorm_host(const RmsNormParams& p);
-void silu_mul_host(const SiluMulParams& p);
-void rope_host(const RopeParams& p);
+void rmsnorm_reference(const RmsNormParams& p);
+void rmsnorm_cpu(const RmsNormParams& p);
+void silu_mul_reference(const SiluMulParams& p);
+void silu_mul_cpu(const SiluMulParams& p);
+void rope_reference(const RopeParams& p);
+void rope_cpu(const RopeParams& p);
 void embed_host(const EmbedParams& p);
 void gather_rows_host(const GatherRowsParams& p);
 void add_rows_host(const AddRowsParams& p);

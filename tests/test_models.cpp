@@ -532,3 +532,55 @@ TEST_CASE("sampling: greedy, seeded draws, top-k and top-p, nonsense refused") {
   CHECK_THROWS_WITH_AS(SamplingParams({1.0, -3, 1.0, 0}).validate("r"), "r: top_k must not be negative, got -3",
                        InputError);
 }
+
+namespace {
+
+// The sampler's definition, written plainly: sort everything, keep top_k,
+// the smallest prefix reaching top_p, one draw walking the kept tokens in id
+// order.
+int32_t sample_by_full_sort(std::span<const float> logits, const SamplingParams& sp, std::mt19937_64& gen) {
+  std::vector<std::pair<float, int32_t>> v;
+  for (size_t i = 0; i < logits.size(); ++i) v.emplace_back(logits[i], static_cast<int32_t>(i));
+  const double mx = *std::max_element(logits.begin(), logits.end());
+  const auto w = [&](float l) { return std::exp((l - mx) / sp.temperature); };
+  std::sort(v.begin(), v.end(), [](auto& a, auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); });
+  size_t keep = sp.top_k > 0 ? std::min(v.size(), static_cast<size_t>(sp.top_k)) : v.size();
+  double total = 0;
+  for (size_t i = 0; i < keep; ++i) total += w(v[i].first);
+  double mass = 0;
+  for (size_t i = 0; i < keep; ++i)
+    if ((mass += w(v[i].first) / total) >= sp.top_p) {
+      keep = i + 1;
+      break;
+    }
+  v.resize(keep);
+  std::sort(v.begin(), v.end(), [](auto& a, auto& b) { return a.second < b.second; });
+  double sub = 0;
+  for (auto& t : v) sub += w(t.first);
+  double u = std::uniform_real_distribution<double>(0.0, sub)(gen);
+  for (auto& t : v) {
+    if (u < w(t.first)) return t.second;
+    u -= w(t.first);
+  }
+  return v.back().second;
+}
+
+}  // namespace
+
+TEST_CASE("sampling: the selection fast paths draw what a full sort draws, at a 151,936 vocabulary") {
+  test::Rng rng(11);
+  for (size_t vocab : {size_t{1000}, size_t{151936}}) {
+    std::vector<float> logits = rng.normals(vocab);
+    for (size_t i = 0; i < vocab; i += 97) logits[i] = logits[i / 2];  // ties
+    for (const SamplingParams& sp : {SamplingParams{0.8, 50, 0.95, 1}, SamplingParams{1.0, 0, 0.9, 2},
+                                     SamplingParams{0.5, 0, 0.3, 3}, SamplingParams{1.2, 0, 1.0, 4},
+                                     SamplingParams{0.7, 2000, 1.0, 5}}) {
+      CAPTURE(vocab);
+      CAPTURE(sp.top_k);
+      CAPTURE(sp.top_p);
+      Sampler fast(sp);
+      std::mt19937_64 gen(sp.seed);
+      for (int draw = 0; draw < 20; ++draw) CHECK(fast.sample(logits) == sample_by_full_sort(logits, sp, gen));
+    }
+  }
+}

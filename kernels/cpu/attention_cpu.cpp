@@ -1,36 +1,40 @@
-// What the cpu backend's dispatchers share: the choice of instruction set and
-// the per-thread scratch.
+// What the cpu backend's attention dispatchers share: the body per
+// instruction set and the per-thread scratch.
 #include "cpu/attention_cpu.h"
 
 namespace mstar::kernels {
 
-bool cpu_supports(CpuIsa isa) {
-  if (isa == CpuIsa::generic) return true;
+CpuUnits cpu_units(CpuIsa isa) {
+  switch (isa) {
 #if defined(__x86_64__)
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-#else
-  return false;
+    case CpuIsa::avx2: return {&avx2::bounded_unit, &avx2::ring_unit};
+    case CpuIsa::avx512:
+    case CpuIsa::avx512_bf16: return {&avx512::bounded_unit, &avx512::ring_unit};  // see attention_cpu_avx512.cpp
 #endif
+    default: return {&generic::bounded_unit, &generic::ring_unit};  // off x86-64, cpu_supports allows only this
+  }
 }
 
-CpuIsa best_cpu_isa() {
-  static const CpuIsa best = cpu_supports(CpuIsa::avx2) ? CpuIsa::avx2 : CpuIsa::generic;
-  return best;
-}
-
-CpuScratchBuffer::CpuScratchBuffer(int32_t max_qn, int32_t D)
-    : f_(static_cast<size_t>(2 * max_qn * D + 2 * max_qn + 2 * kCpuChunk * D + kScoreRows * kCpuChunk)),
-      i_(static_cast<size_t>(max_qn)) {
-  float* b = f_.data();
-  s_.qblock = b;
-  s_.acc = b + max_qn * D;
-  s_.m = s_.acc + max_qn * D;
-  s_.l = s_.m + max_qn;
-  s_.kbuf = s_.l + max_qn;
-  s_.vbuf = s_.kbuf + kCpuChunk * D;
-  s_.scores = s_.vbuf + kCpuChunk * D;
-  s_.visible = i_.data();
+const CpuScratch& thread_scratch(int32_t max_qn, int32_t D) {
+  thread_local std::vector<float> f;
+  thread_local std::vector<int32_t> v;
+  thread_local CpuScratch s{};
+  thread_local int32_t have_qn = -1, have_d = -1;
+  if (max_qn != have_qn || D != have_d) {
+    f.assign(static_cast<size_t>(2 * max_qn * D + 2 * max_qn + 2 * kCpuChunk * D + kScoreRows * kCpuChunk), 0.0f);
+    v.assign(static_cast<size_t>(max_qn), 0);
+    float* b = f.data();
+    s.qblock = b;
+    s.acc = b + max_qn * D;
+    s.m = s.acc + max_qn * D;
+    s.l = s.m + max_qn;
+    s.kbuf = s.l + max_qn;
+    s.vbuf = s.kbuf + kCpuChunk * D;
+    s.scores = s.vbuf + kCpuChunk * D;
+    s.visible = v.data();
+    have_qn = max_qn, have_d = D;
+  }
+  return s;
 }
 
 }  // namespace mstar::kernels

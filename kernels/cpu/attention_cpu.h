@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "bounded_kv.h"
+#include "cpu/isa.h"
 #include "ring_kv.h"
 #include "rope.h"
 
@@ -22,28 +23,24 @@ struct CpuScratch {
 };
 
 constexpr int32_t kCpuChunk = 64;
-constexpr int32_t kScoreRows = 4;  // query rows that share each key load in the AVX2 body
+constexpr int32_t kScoreRows = 4;  // query rows that share each key load in the vector bodies
 
-// Owns the scratch for queries of up to max_qn rows of head_dim D.
-class CpuScratchBuffer {
- public:
-  CpuScratchBuffer(int32_t max_qn, int32_t D);
-  const CpuScratch& get() const { return s_; }
+// This thread's scratch for queries of up to max_qn rows of head_dim D,
+// kept between calls (a decode step would otherwise allocate per call).
+const CpuScratch& thread_scratch(int32_t max_qn, int32_t D);
 
- private:
-  std::vector<float> f_;
-  std::vector<int32_t> i_;
-  CpuScratch s_{};
-};
-
-// Instruction sets the cpu backend has bodies for. The backend picks the best
-// one this processor supports; tests name one to cover every body.
-enum class CpuIsa : unsigned char { generic, avx2 };
-bool cpu_supports(CpuIsa isa);
-CpuIsa best_cpu_isa();
+// The attention ops with a named instruction set (the backend passes
+// best_cpu_isa(); tests name each one the processor supports).
 void bounded_attention_cpu_isa(const BoundedAttentionParams& p, CpuIsa isa);
 void ring_attention_cpu_isa(const RingAttentionParams& p, CpuIsa isa);
 
+// One body's units: one (row, KV head) each.
+struct CpuUnits {
+  void (*bounded)(const BoundedAttentionParams& p, int32_t r, int32_t h, const CpuScratch& s);
+  void (*ring)(const RingAttentionParams& p, int32_t r, int32_t h, const CpuScratch& s);
+};
+
+// Each body's definitions (attention_cpu_<isa>.cpp; only generic off x86-64).
 #define MSTAR_CPU_UNITS                                                                         \
   void bounded_unit(const BoundedAttentionParams& p, int32_t r, int32_t h, const CpuScratch& s); \
   void ring_unit(const RingAttentionParams& p, int32_t r, int32_t h, const CpuScratch& s);
@@ -53,6 +50,13 @@ MSTAR_CPU_UNITS
 namespace avx2 {
 MSTAR_CPU_UNITS
 }
+namespace avx512 {
+MSTAR_CPU_UNITS
+}
 #undef MSTAR_CPU_UNITS
+
+// The body for an instruction set the processor supports (the dispatchers
+// check that first).
+CpuUnits cpu_units(CpuIsa isa);
 
 }  // namespace mstar::kernels

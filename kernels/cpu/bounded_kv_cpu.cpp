@@ -1,12 +1,13 @@
 // The cpu backend for the bounded ops: attention spreads the (row, KV head)
-// units over OpenMP threads; store and commit are copies on the host, shared
-// with the reference backend.
+// units over the pool's threads; store and commit are copies on the host,
+// shared with the reference backend.
 #include <algorithm>
 #include <cstring>
 #include <vector>
 
 #include "core/errors.h"
 #include "cpu/attention_cpu.h"
+#include "cpu/thread_pool.h"
 
 namespace mstar::kernels {
 
@@ -23,7 +24,7 @@ void bounded_attention_cpu(const BoundedAttentionParams& p) { bounded_attention_
 
 void bounded_attention_cpu_isa(const BoundedAttentionParams& p, CpuIsa isa) {
   MSTAR_ASSERT(cpu_supports(isa), "bounded_attention_cpu_isa: this processor lacks the instruction set");
-  const auto unit = isa == CpuIsa::avx2 ? &avx2::bounded_unit : &generic::bounded_unit;
+  const auto unit = cpu_units(isa).bounded;
   const int32_t H = p.num_kv_heads, D = p.head_dim;
   const int32_t group = p.num_q_heads / H;
 
@@ -42,24 +43,19 @@ void bounded_attention_cpu_isa(const BoundedAttentionParams& p, CpuIsa isa) {
   }
   const int64_t units = static_cast<int64_t>(rows.size()) * H;
 
-#pragma omp parallel num_threads(p.threads) if (units > 1)
-  {
-    const CpuScratchBuffer scratch(max_qn, D);
-#pragma omp for schedule(dynamic, 1)
-    for (int64_t u = 0; u < units; ++u)
-      unit(p, rows[static_cast<size_t>(u / H)], static_cast<int32_t>(u % H), scratch.get());
-  }
+  parallel_for(p.threads, units, [&](int64_t u, int) {
+    unit(p, rows[static_cast<size_t>(u / H)], static_cast<int32_t>(u % H), thread_scratch(max_qn, D));
+  });
 }
 
 void bounded_store_host(const BoundedStoreParams& p) {
   const int32_t D = p.head_dim;
   const auto es = static_cast<int64_t>(dtype_size(p.kv_dtype));
   const int64_t units = static_cast<int64_t>(p.rows) * p.num_kv_heads;
-#pragma omp parallel for num_threads(p.threads) schedule(static) if (units > 1)
-  for (int64_t u = 0; u < units; ++u) {
+  parallel_for(p.threads, units, [&](int64_t u, int) {
     const auto r = static_cast<int32_t>(u / p.num_kv_heads), h = static_cast<int32_t>(u % p.num_kv_heads);
     const BoundedRowTable& t = p.table[r];
-    if (t.slot == kPaddingRow) continue;
+    if (t.slot == kPaddingRow) return;
     const BoundedRowAddress& a = p.address[r];
     const int32_t kv0 = p.kv_indptr[r];
     int64_t at = p.scratch_start;  // the kept entries, back to back, in write order
@@ -74,18 +70,17 @@ void bounded_store_host(const BoundedStoreParams& p) {
           store_from_f32(e, p.kv_dtype, static_cast<size_t>(D + d), vv[d]);
         }
       }
-  }
+  });
 }
 
 void bounded_commit_host(const BoundedCommitParams& p) {
   const int32_t D = p.head_dim;
   const auto es = static_cast<int64_t>(dtype_size(p.kv_dtype));
   const int64_t units = static_cast<int64_t>(p.rows) * p.num_kv_heads;
-#pragma omp parallel for num_threads(p.threads) schedule(static) if (units > 1)
-  for (int64_t u = 0; u < units; ++u) {
+  parallel_for(p.threads, units, [&](int64_t u, int) {
     const auto r = static_cast<int32_t>(u / p.num_kv_heads), h = static_cast<int32_t>(u % p.num_kv_heads);
     const BoundedRowTable& t = p.table[r];
-    if (t.slot == kPaddingRow) continue;
+    if (t.slot == kPaddingRow) return;
     const BoundedRowAddress& a = p.address[r];
     int64_t at = p.scratch_start;
     for (const KVWrite& w : t.writes) {
@@ -96,7 +91,7 @@ void bounded_commit_host(const BoundedCommitParams& p) {
                   static_cast<size_t>(w.len) * 2 * static_cast<size_t>(D) * static_cast<size_t>(es));
       at += w.len;
     }
-  }
+  });
 }
 
 }  // namespace mstar::kernels

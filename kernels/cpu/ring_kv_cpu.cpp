@@ -1,8 +1,9 @@
 // The cpu backend for the ring ops: attention as (row, KV head) units over
-// OpenMP threads, each reading only its row's visible runs; upsert is a copy
+// the pool's threads, each reading only its row's visible runs; upsert is a copy
 // on the host, shared with the reference backend.
 #include "core/errors.h"
 #include "cpu/attention_cpu.h"
+#include "cpu/thread_pool.h"
 
 namespace mstar::kernels {
 
@@ -10,23 +11,19 @@ void ring_attention_cpu(const RingAttentionParams& p) { ring_attention_cpu_isa(p
 
 void ring_attention_cpu_isa(const RingAttentionParams& p, CpuIsa isa) {
   MSTAR_ASSERT(cpu_supports(isa), "ring_attention_cpu_isa: this processor lacks the instruction set");
-  const auto unit = isa == CpuIsa::avx2 ? &avx2::ring_unit : &generic::ring_unit;
+  const auto unit = cpu_units(isa).ring;
   const int32_t H = p.num_kv_heads;
   const int32_t qn = p.q_tokens * (p.num_q_heads / H);
   const int64_t units = static_cast<int64_t>(p.rows) * H;
-#pragma omp parallel num_threads(p.threads) if (units > 1)
-  {
-    const CpuScratchBuffer scratch(qn, p.head_dim);
-#pragma omp for schedule(dynamic, 1)
-    for (int64_t u = 0; u < units; ++u) unit(p, static_cast<int32_t>(u / H), static_cast<int32_t>(u % H), scratch.get());
-  }
+  parallel_for(p.threads, units, [&](int64_t u, int) {
+    unit(p, static_cast<int32_t>(u / H), static_cast<int32_t>(u % H), thread_scratch(qn, p.head_dim));
+  });
 }
 
 void ring_upsert_host(const RingUpsertParams& p) {
   const int64_t D = p.head_dim, T = p.tokens, H = p.num_kv_heads;
   const int64_t units = static_cast<int64_t>(p.rows) * H;
-#pragma omp parallel for num_threads(p.threads) schedule(static) if (units > 1)
-  for (int64_t u = 0; u < units; ++u) {
+  parallel_for(p.threads, units, [&](int64_t u, int) {
     const int64_t b = u / H, h = u % H;
     const int64_t ring = p.ring_start ? p.ring_start[b] : -1;
     for (int64_t plane = 0; plane < 2; ++plane) {
@@ -40,7 +37,7 @@ void ring_upsert_host(const RingUpsertParams& p) {
         }
       }
     }
-  }
+  });
 }
 
 }  // namespace mstar::kernels

@@ -16,7 +16,55 @@ namespace mstar::bench {
 
 namespace {
 using Clock = std::chrono::steady_clock;
+
+// One request's cache, fed directly (no scheduler): what the stream and
+// prefill benchmarks time.
+struct Stream {
+  ResourceSet kv;
+  int64_t written = 0;
+  Stream(const BoundedKVSpec& s, const ModelOptions& o) : kv({s}, ResourceOptions{o.backend, o.threads}) {
+    kv.ingest_request("s");
+  }
+  // Writes `tokens` and returns the seconds it took.
+  double feed(TokenModel& m, const std::vector<int32_t>& tokens, int64_t rows) {
+    Step st;
+    st.segments = {{"s", "bench", static_cast<int64_t>(tokens.size())}};
+    st.streams = {{"s", {0, written, 0}}};
+    StepContext ctx;
+    ctx.add_rows("s", static_cast<int>(rows));
+    const auto t0 = Clock::now();
+    if (!kv.admit(st, ctx).ok()) throw InputError("bench stream: step refused");
+    kv.plan(st, ctx);
+    std::vector<float> logits;
+    m.step(kv, st, ctx, std::vector<std::vector<int32_t>>(static_cast<size_t>(rows), tokens), logits);
+    kv.commit(st, ctx);
+    written += static_cast<int64_t>(tokens.size());
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+  }
+};
+
+// The model and the single-slot bounded spec of a speech deployment.
+struct SpeechBench {
+  Weights weights;
+  std::unique_ptr<Model> built;
+  TokenModel* model;
+  BoundedKVSpec spec;
+  ModelOptions options;
+};
+
+SpeechBench speech_bench(const ResolvedDeployment& d, const char* what) {
+  if (d.model.family->task != "speech" || d.model.resources.size() != 1)
+    throw ConfigError(fmt::format("mstar-bench {} needs a speech deployment with one bounded resource", what));
+  SpeechBench b{d.model.load_weights(), nullptr, nullptr, std::get<BoundedKVSpec>(d.model.resources.at(0).spec),
+                ModelOptions{d.deployment.backend, static_cast<int>(d.deployment.threads)}};
+  b.built = d.model.family->make(*d.model.arch, b.weights, b.options);
+  b.model = &dynamic_cast<TokenModel&>(*b.built);
+  b.spec.config.max_slots = 1;
+  b.spec.config.min_source_len = 0;
+  b.spec.config.max_source_len = 0;
+  return b;
 }
+}  // namespace
 
 int64_t current_rss_bytes() {
   std::ifstream f("/proc/self/statm");
@@ -83,23 +131,32 @@ Table bench_concurrency(const std::filesystem::path& config, const std::vector<s
   return t;
 }
 
-CheckpointBench bench_checkpoint(const std::filesystem::path& folder, const std::string& kind, Backend backend,
-                                 int threads, const std::vector<int64_t>& streams, int64_t tokens, int64_t window) {
+CheckpointBench bench_checkpoint(const std::filesystem::path& folder, const CheckpointOptions& o) {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / fmt::format("mstar-bench-checkpoint-{}", ::getpid());
-  fs::create_directories(dir);
+  // The manifest and deployment written for the folder, removed however the
+  // benchmark ends.
+  struct TempDir {
+    fs::path path = fs::temp_directory_path() / fmt::format("mstar-bench-checkpoint-{}", ::getpid());
+    TempDir() { fs::create_directories(path); }
+    ~TempDir() {
+      std::error_code ec;
+      fs::remove_all(path, ec);
+    }
+  } temp;
+  const fs::path& dir = temp.path;
+  // The query window takes a whole prefill prompt in one chunk.
   std::ofstream(dir / "m.yaml") << fmt::format(
       "name: bench\nkind: {}\ncheckpoint: {}\nresources:\n  - resource_key: kv\n    type: bounded_kv\n"
       "    nodes: attn.*\n    config:\n      rows_per_request: 1\n      max_source_len: 64\n"
-      "      retention: {{sink: 4, window: {}}}\n      query_window: 64\n",
-      kind, fs::absolute(folder).string(), window);
+      "      retention: {{sink: 4, window: {}}}\n      query_window: {}\n",
+      o.kind, fs::absolute(folder).string(), o.window, std::max<int64_t>(64, o.prefill));
   std::ofstream(dir / "c.yaml") << fmt::format(
-      "model: m.yaml\nbackend: {}\nkv_dtype: bf16\nthreads: {}\nworkload:\n  voices:\n    v: {{seed: 1, length: 64}}\n"
+      "model: m.yaml\nbackend: {}\nkv_dtype: {}\nthreads: {}\nworkload:\n  voices:\n    v: {{seed: 1, length: 64}}\n"
       "  requests: {{count: 1, voices: [v], prompt_tokens: 16, max_tokens: {}, sampling: {{temperature: 0.8}}}}\n",
-      to_string(backend), threads, tokens);
+      to_string(o.backend), to_string(o.kv_dtype), o.threads, o.tokens);
   CheckpointBench out;
+  const ResolvedDeployment d = resolve_or_throw(dir / "c.yaml", {});
   {
-    const ResolvedDeployment d = resolve_or_throw(dir / "c.yaml", {});
     const int64_t rss_before = current_rss_bytes();
     const auto t0 = Clock::now();
     auto engine = Engine::create(d);
@@ -108,59 +165,46 @@ CheckpointBench bench_checkpoint(const std::filesystem::path& folder, const std:
                      {{load_s, static_cast<double>(d.model.weights_bytes) / (1 << 20),
                        static_cast<double>(rss_before) / (1 << 20), static_cast<double>(current_rss_bytes()) / (1 << 20)}}};
   }
-  out.sweep = bench_concurrency(dir / "c.yaml", {}, streams, tokens);
-  fs::remove_all(dir);
+  if (!o.streams.empty()) out.sweep = bench_concurrency(dir / "c.yaml", {}, o.streams, o.tokens);
+  if (!o.depths.empty()) out.depths = stream_table(bench_stream(d, o.depths, o.probe));
+  if (o.prefill > 0) out.prefill = bench_prefill(d, o.prefill, 3);
   return out;
 }
 
-std::vector<StreamPoint> bench_stream(const ResolvedDeployment& d, const std::vector<int64_t>& lengths, int probe) {
-  if (d.model.family->task != "speech" || d.model.resources.size() != 1)
-    throw ConfigError("mstar-bench stream needs a speech deployment with one bounded resource");
-  const Weights w = d.model.load_weights();
-  const ModelOptions options{d.deployment.backend, static_cast<int>(d.deployment.threads)};
-  std::unique_ptr<Model> built = d.model.family->make(*d.model.arch, w, options);
-  auto& model = dynamic_cast<TokenModel&>(*built);
-  const BoundedKVSpec bounded_spec = std::get<BoundedKVSpec>(d.model.resources.at(0).spec);
+Table bench_prefill(const ResolvedDeployment& d, int64_t tokens, int repeats) {
+  SpeechBench sb = speech_bench(d, "prefill");
+  const int64_t chunk = sb.spec.config.query_window.value_or(256);
+  std::vector<double> seconds;
+  for (int r = 0; r < repeats + 1; ++r) {  // the first is a warm-up
+    Stream s(sb.spec, sb.options);
+    double t = 0;
+    for (int64_t at = 0; at < tokens; at += chunk)
+      t += s.feed(*sb.model, std::vector<int32_t>(static_cast<size_t>(std::min(chunk, tokens - at)), 7),
+                  sb.spec.config.rows_per_request);
+    if (r > 0) seconds.push_back(t);
+  }
+  std::sort(seconds.begin(), seconds.end());
+  const double med = seconds[seconds.size() / 2];
+  return Table{{"prompt_tokens", "chunk", "median_s", "tokens_per_s"},
+               {{tokens, chunk, med, static_cast<double>(tokens) / med}}};
+}
+
+std::vector<StreamPoint> bench_stream(const ResolvedDeployment& d, std::vector<int64_t> lengths, int probe) {
+  std::sort(lengths.begin(), lengths.end());  // one stream grows through them
+  SpeechBench sb = speech_bench(d, "stream");
+  TokenModel& model = *sb.model;
+  const ModelOptions options = sb.options;
+  const BoundedKVSpec& bspec = sb.spec;
   const int64_t longest = *std::max_element(lengths.begin(), lengths.end()) + probe + 1;
   // The same model with a cache that keeps everything: a window as long as
   // the longest stream.
-  BoundedKVSpec full_spec = bounded_spec;
+  BoundedKVSpec full_spec = bspec;
   full_spec.config.retention = SinkWindow{0, longest, false};
-  full_spec.config.max_slots = 1;
-  full_spec.config.min_source_len = 0;
-  full_spec.config.max_source_len = 0;
-  BoundedKVSpec bspec = bounded_spec;
-  bspec.config.max_slots = 1;
-  bspec.config.min_source_len = 0;
-  bspec.config.max_source_len = 0;
   const int64_t chunk = bspec.config.query_window.value_or(256);
   full_spec.config.query_window = chunk;
   const int64_t bytes_per_entry = bspec.config.num_layers * bspec.config.rows_per_request * bspec.config.num_heads * 2 *
                                   bspec.config.head_dim * static_cast<int64_t>(dtype_size(bspec.config.dtype));
 
-  struct Stream {
-    ResourceSet kv;
-    int64_t written = 0;
-    Stream(const BoundedKVSpec& s, const ModelOptions& o) : kv({s}, ResourceOptions{o.backend, o.threads}) {
-      kv.ingest_request("s");
-    }
-    // Writes `tokens` and returns the seconds it took.
-    double feed(TokenModel& m, const std::vector<int32_t>& tokens, int64_t rows) {
-      Step st;
-      st.segments = {{"s", "bench", static_cast<int64_t>(tokens.size())}};
-      st.streams = {{"s", {0, written, 0}}};
-      StepContext ctx;
-      ctx.add_rows("s", static_cast<int>(rows));
-      const auto t0 = Clock::now();
-      if (!kv.admit(st, ctx).ok()) throw InputError("bench stream: step refused");
-      kv.plan(st, ctx);
-      std::vector<float> logits;
-      m.step(kv, st, ctx, std::vector<std::vector<int32_t>>(static_cast<size_t>(rows), tokens), logits);
-      kv.commit(st, ctx);
-      written += static_cast<int64_t>(tokens.size());
-      return std::chrono::duration<double>(Clock::now() - t0).count();
-    }
-  };
   const int64_t rows = bspec.config.rows_per_request;
   Stream bounded(bspec, options), full(full_spec, options);
   const int64_t retained = bspec.config.max_retained();

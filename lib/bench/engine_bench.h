@@ -27,15 +27,35 @@ Table bench_concurrency(const std::filesystem::path& config, const std::vector<s
                         const std::vector<int64_t>& streams, int64_t tokens);
 
 // A Hugging Face checkpoint folder served as a speech model (a manifest and
-// deployment written for it): how long loading takes (weights mapped, model
-// and resources built, one voice prefilled), the resident memory after it,
-// and the concurrency sweep. `window` is the bounded cache's window.
-struct CheckpointBench {
-  Table load;   // load_s, weights_mib, rss_after_load_mib
-  Table sweep;  // bench_concurrency's table
+// deployment written for it, a bounded cache of 4 sinks + `window`): how
+// long loading takes (weights mapped, model and resources built, one voice
+// prefilled) and the resident memory after it; the concurrency sweep;
+// single-stream decode at each depth, bounded against full history (a
+// bounded stream past sink + window reads the same entries at any depth);
+// prefill of one prompt.
+struct CheckpointOptions {
+  std::string kind = "qwen2";
+  Backend backend = Backend::cpu;
+  int threads = 2;
+  std::vector<int64_t> streams = {1, 4, 16};
+  int64_t tokens = 64;   // each stream decodes, in the sweep
+  int64_t window = 252;  // the bounded cache's window
+  DType kv_dtype = DType::bf16;
+  std::vector<int64_t> depths;  // none: no depth table
+  int probe = 8;                // decode steps timed at each depth
+  int64_t prefill = 0;          // prompt tokens; 0: no prefill table
 };
-CheckpointBench bench_checkpoint(const std::filesystem::path& folder, const std::string& kind, Backend backend,
-                                 int threads, const std::vector<int64_t>& streams, int64_t tokens, int64_t window);
+struct CheckpointBench {
+  Table load;     // load_s, weights_mib, rss_after_load_mib
+  Table sweep;    // bench_concurrency's table
+  Table depths;   // stream_table at the depths
+  Table prefill;  // bench_prefill's table
+};
+CheckpointBench bench_checkpoint(const std::filesystem::path& folder, const CheckpointOptions& o);
+
+// One prompt of `tokens` fed into a fresh single-request cache in chunks of
+// the query window, `repeats` times: median seconds and tokens per second.
+Table bench_prefill(const ResolvedDeployment& d, int64_t tokens, int repeats);
 
 struct StreamPoint {
   int64_t length;
@@ -43,9 +63,10 @@ struct StreamPoint {
   int64_t bounded_kv_bytes, full_kv_bytes;  // KV the cache must hold at this length
   int64_t rss_bytes;                        // the process's resident set after both
 };
-// One tts request decoding up to each length (advanced by chunked prefill
-// between checkpoints, then `probe` single-token steps timed).
-std::vector<StreamPoint> bench_stream(const ResolvedDeployment& d, const std::vector<int64_t>& lengths, int probe);
+// One tts request decoding up to each length, in increasing order (advanced
+// by chunked prefill between checkpoints, then `probe` single-token steps
+// timed).
+std::vector<StreamPoint> bench_stream(const ResolvedDeployment& d, std::vector<int64_t> lengths, int probe);
 Table stream_table(const std::vector<StreamPoint>& points);
 
 int64_t current_rss_bytes();

@@ -1,4 +1,5 @@
 #include "bench/kernels.h"
+#include "bench/timing.h"
 
 #include <algorithm>
 #include <chrono>
@@ -18,8 +19,6 @@
 namespace mstar::bench {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 // Random numbers into a buffer of the backend's memory. A repeating block
 // keeps filling fast for multi-GiB pools.
@@ -46,29 +45,8 @@ DeviceBuffer uploaded(Allocator& alloc, const std::vector<T>& v) {
   return b;
 }
 
-// Warm-up runs the call for at least 0.2 s first: on this class of machine
-// the first milliseconds after a pause run several times slower (threads
-// waking, clocks ramping), which a single warm-up call does not absorb.
-// prepare(i) runs untimed before call(i): host bookkeeping a step does once,
-// not the op being measured.
-template <class Prepare, class Call>
-void time_calls(Backend backend, Prepare&& prepare, Call&& call, int repeats, KernelResult& r) {
-  const auto warm = Clock::now();
-  for (int i = 0; i < 1000 && (i == 0 || Clock::now() - warm < std::chrono::milliseconds(200)); ++i) {
-    prepare(i);
-    call(i);
-    synchronize(backend);
-  }
-  std::vector<double> us;
-  for (int i = 0; i < repeats; ++i) {
-    prepare(i + 1);
-    synchronize(backend);
-    const auto t0 = Clock::now();
-    call(i + 1);
-    synchronize(backend);
-    us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
-  }
-  std::sort(us.begin(), us.end());
+// The figures of sorted call times us.
+void time_into(const std::vector<double>& us, KernelResult& r) {
   r.median_us = us[us.size() / 2];
   r.min_us = us.front();
   r.max_us = us.back();
@@ -136,7 +114,7 @@ KernelResult bench_bounded(const KernelShape& s, Backend backend, bool cold, int
     p.table = table.upload(alloc);
     p.address = addr.upload(alloc);
   };
-  time_calls(backend, prepare, [&](int) { kernels::bounded_attention(backend, p); }, repeats, r);
+  time_into(time_calls(backend, prepare, [&](int) { kernels::bounded_attention(backend, p); }, repeats), r);
   return r;
 }
 
@@ -210,7 +188,7 @@ KernelResult bench_ring(const KernelShape& s, Backend backend, bool cold, int re
     ring.commit(st, ctx);  // the clocks move on; the ring is always full
     for (int64_t id : batch) ++next[static_cast<size_t>(id)];
   };
-  time_calls(backend, prepare, call, repeats, r);
+  time_into(time_calls(backend, prepare, call, repeats), r);
   return r;
 }
 

@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "cpu/attention_cpu.h"
+#include "cpu/isa.h"
 
 namespace mstar::bench {
 
@@ -42,7 +42,7 @@ Machine machine() {
     if (f >> s) m.llc_bytes = parse_size(s);
   }
   if (m.llc_bytes == 0) m.llc_bytes = 32 << 20;
-  m.isa = kernels::best_cpu_isa() == kernels::CpuIsa::avx2 ? "avx2+fma+f16c" : "generic";
+  m.isa = kernels::cpu_isa_name(kernels::best_cpu_isa());
   return m;
 }
 

@@ -4,7 +4,12 @@
 #include <chrono>
 #include <vector>
 
+#include "backend.h"
 #include "core/buffer.h"
+#include "core/errors.h"
+#ifdef MSTAR_WITH_CUDA
+#include "cuda/device.h"
+#endif
 
 namespace mstar::bench {
 
@@ -42,6 +47,26 @@ Bandwidth measure_bandwidth(int threads, int64_t array_bytes, int repeats) {
   bw.array_bytes = n * 8;
   bw.threads = threads;
   return bw;
+}
+
+DeviceBandwidth measure_device_bandwidth(int64_t array_bytes, int repeats) {
+  std::string why;
+  if (!backend_available(Backend::cuda, &why)) throw ConfigError("--backend cuda: " + why);
+#ifdef MSTAR_WITH_CUDA
+  const kernels::CudaBandwidth b = kernels::cuda_bandwidth(array_bytes, repeats);
+  DeviceBandwidth out;
+  out.copy_gbs = b.copy_gbs;
+  out.triad_gbs = b.triad_gbs;
+  out.copy_median_gbs = b.copy_median_gbs;
+  out.triad_median_gbs = b.triad_median_gbs;
+  out.array_bytes = b.array_bytes;
+  out.device = b.device;
+  return out;
+#else
+  (void)array_bytes;
+  (void)repeats;
+  throw ConfigError("--backend cuda: " + why);
+#endif
 }
 
 }  // namespace mstar::bench

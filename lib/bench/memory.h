@@ -3,6 +3,7 @@
 // (a = b + s * c) over arrays far larger than the caches, all threads, best
 // and median of repeats. Every kernel figure is set beside it.
 #include <cstdint>
+#include <string>
 
 namespace mstar::bench {
 
@@ -14,5 +15,18 @@ struct Bandwidth {
 };
 
 Bandwidth measure_bandwidth(int threads, int64_t array_bytes, int repeats);
+
+// The CUDA device's bandwidth, the same two figures over three device arrays
+// of array_bytes: copy (cudaMemcpyAsync device to device, read and write
+// counted) and triad (a kernel). Throws ConfigError, saying why, when this
+// binary has no CUDA backend or no GPU is visible.
+struct DeviceBandwidth {
+  double copy_gbs = 0, triad_gbs = 0;
+  double copy_median_gbs = 0, triad_median_gbs = 0;
+  int64_t array_bytes = 0;
+  std::string device;
+};
+
+DeviceBandwidth measure_device_bandwidth(int64_t array_bytes, int repeats);
 
 }  // namespace mstar::bench

@@ -86,8 +86,9 @@ bool read_backend(const YAML::Node& n, YamlContext& ctx, Backend& out) {
     ctx.error(n, std::string(e.what()) + (near.empty() ? "" : fmt::format("; did you mean '{}'?", near)));
     return false;
   }
-  if (!backend_available(out)) {
-    ctx.error(n, fmt::format("backend: '{}' is not built into this binary (it needs a CUDA build)", s));
+  std::string why;
+  if (!backend_available(out, &why)) {
+    ctx.error(n, fmt::format("backend: '{}' cannot run here: {}", s, why));
     return false;
   }
   return true;

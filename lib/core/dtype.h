@@ -8,7 +8,12 @@
 #include <string>
 #include <string_view>
 
+// fmt 9's headers do not survive nvcc in C++20 mode (the host compiler
+// rejects constexpr functions in nvcc's rewritten source), and the CUDA
+// backend's .cu files, which include this header for DType, format nothing.
+#if !defined(__CUDACC__)
 #include <fmt/format.h>
+#endif
 
 namespace mstar {
 
@@ -93,9 +98,11 @@ inline float round_to(DType t, float x) {
 
 }  // namespace mstar
 
+#if !defined(__CUDACC__)
 template <>
 struct fmt::formatter<mstar::DType> : fmt::formatter<std::string_view> {
   auto format(mstar::DType t, format_context& ctx) const {
     return fmt::formatter<std::string_view>::format(mstar::to_string(t), ctx);
   }
 };
+#endif

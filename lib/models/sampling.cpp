@@ -34,39 +34,92 @@ void Sampler::set_state(const std::string& text) {
   gen_ = g;
 }
 
+namespace {
+
+// The definition's order: higher logit first, ties by lower id.
+bool before(std::pair<float, int32_t> a, std::pair<float, int32_t> b) {
+  return a.first > b.first || (a.first == b.first && a.second < b.second);
+}
+
+// Buckets of z = (logit - max) / temperature over [-kZRange, 0]; anything
+// lower (weight under 5e-18 of the top token's) shares the last bucket.
+constexpr int kBuckets = 4096;
+constexpr float kZRange = 40.0f;
+
+}  // namespace
+
+// The draw's distribution is the definition's (sort the vocabulary, keep
+// top_k, then the smallest prefix whose mass reaches top_p), found without
+// sorting the vocabulary: the nucleus is every token up to a boundary token
+// in that order, and the boundary is found by selection (top_k) or by
+// bucketing the mass (top_p), sorting only a bucket. The draw then walks the
+// nucleus in id order. The exps are f32, taken once. `mstar-bench sample`
+// times each setting at a 151,936-entry vocabulary.
 int32_t Sampler::sample(std::span<const float> logits) {
   MSTAR_ASSERT(!logits.empty(), "sample: no logits");
   if (p_.temperature == 0.0)
     return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
-  scratch_.clear();
-  for (size_t i = 0; i < logits.size(); ++i) scratch_.emplace_back(logits[i], static_cast<int32_t>(i));
-  // Highest first; ties by index, so the order (and the draw) is deterministic.
-  // With top_k only the first k need ordering.
-  const auto higher = [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); };
-  size_t keep = scratch_.size();
-  if (p_.top_k > 0) keep = std::min(keep, static_cast<size_t>(p_.top_k));
-  std::partial_sort(scratch_.begin(), scratch_.begin() + static_cast<long>(keep), scratch_.end(), higher);
-  const double mx = scratch_[0].first;
-  std::vector<double> prob(keep);
-  double total = 0;
-  for (size_t i = 0; i < keep; ++i) total += prob[i] = std::exp((scratch_[i].first - mx) / p_.temperature);
-  double mass = 0;
-  size_t nucleus = keep;
-  for (size_t i = 0; i < keep; ++i) {
-    mass += prob[i] / total;
-    if (mass >= p_.top_p) {
-      nucleus = i + 1;
-      break;
+  const size_t n = logits.size();
+  const float mx = *std::max_element(logits.begin(), logits.end());
+  const float inv_t = static_cast<float>(1.0 / p_.temperature);
+  weights_.resize(n);  // [n] exp((logit - max) / temperature)
+  double all = 0;
+  for (size_t i = 0; i < n; ++i) all += weights_[i] = std::exp((logits[i] - mx) * inv_t);
+  const size_t keep = p_.top_k > 0 ? std::min(n, static_cast<size_t>(p_.top_k)) : n;
+
+  // The boundary; with no truncation, the last token of all.
+  std::pair<float, int32_t> last{-INFINITY, static_cast<int32_t>(n)};
+  const auto w_of = [&](const std::pair<float, int32_t>& t) { return static_cast<double>(weights_[static_cast<size_t>(t.second)]); };
+  // The first tokens of `scratch_` (sorted) that reach `need` of the mass,
+  // after `mass` already counted: the boundary is the last of them.
+  const auto prefix_reaching = [&](size_t count, double mass, double need) {
+    for (size_t i = 0; i < count; ++i)
+      if ((mass += w_of(scratch_[i])) >= need || i + 1 == count) return scratch_[i];
+    return last;
+  };
+  if (keep < n) {
+    // The top_k: the logits at or above a floor lowered until there are k.
+    for (float gap = 2.0f * static_cast<float>(p_.temperature);; gap *= 4.0f) {
+      scratch_.clear();
+      for (size_t i = 0; i < n; ++i)
+        if (logits[i] >= mx - gap) scratch_.emplace_back(logits[i], static_cast<int32_t>(i));
+      if (scratch_.size() >= keep) break;
     }
+    std::partial_sort(scratch_.begin(), scratch_.begin() + static_cast<long>(keep), scratch_.end(), before);
+    double total = 0;
+    for (size_t i = 0; i < keep; ++i) total += w_of(scratch_[i]);
+    last = prefix_reaching(keep, 0.0, p_.top_p * total);
+  } else if (p_.top_p < 1.0) {
+    // Mass per bucket of z; the bucket where the mass from the top reaches
+    // top_p holds the boundary, found by sorting that bucket alone.
+    bucket_mass_.assign(kBuckets, 0.0);
+    const auto bucket = [&](float l) {
+      return std::min(kBuckets - 1, static_cast<int>((mx - l) * inv_t * (kBuckets / kZRange)));
+    };
+    for (size_t i = 0; i < n; ++i) bucket_mass_[static_cast<size_t>(bucket(logits[i]))] += weights_[i];
+    const double need = p_.top_p * all;
+    double above = 0;
+    int b = 0;
+    while (b < kBuckets - 1 && above + bucket_mass_[static_cast<size_t>(b)] < need) above += bucket_mass_[static_cast<size_t>(b++)];
+    scratch_.clear();
+    for (size_t i = 0; i < n; ++i)
+      if (bucket(logits[i]) == b) scratch_.emplace_back(logits[i], static_cast<int32_t>(i));
+    std::sort(scratch_.begin(), scratch_.end(), before);
+    last = prefix_reaching(scratch_.size(), above, need);
   }
+  const auto in_nucleus = [&](size_t i) { return !before(last, {logits[i], static_cast<int32_t>(i)}); };
   double sub = 0;
-  for (size_t i = 0; i < nucleus; ++i) sub += prob[i];
+  for (size_t i = 0; i < n; ++i)
+    if (in_nucleus(i)) sub += weights_[i];
   double u = std::uniform_real_distribution<double>(0.0, sub)(gen_);
-  for (size_t i = 0; i < nucleus; ++i) {
-    if (u < prob[i]) return scratch_[i].second;
-    u -= prob[i];
-  }
-  return scratch_[nucleus - 1].second;
+  size_t pick = 0;
+  for (size_t i = 0; i < n; ++i)
+    if (in_nucleus(i)) {
+      pick = i;
+      if (u < weights_[i]) break;
+      u -= weights_[i];
+    }
+  return static_cast<int32_t>(pick);
 }
 
 }  // namespace mstar

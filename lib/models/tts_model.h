@@ -25,7 +25,7 @@ struct TtsFields {
 
 class TtsArchitecture final : public Architecture {
  public:
-  TtsArchitecture(CommonArchitecture common, TtsFields tts) : common(common), tts(tts), shape_(common.trunk()) {}
+  TtsArchitecture(CommonArchitecture c, TtsFields t) : common(c), tts(t), shape_(c.trunk()) {}
   const TrunkShape& trunk() const override { return shape_; }
   std::vector<TensorSpec> tensors() const override;
   nlohmann::json to_json() const override;

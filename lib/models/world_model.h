@@ -46,8 +46,8 @@ struct WorldFields {
 
 class WorldArchitecture final : public Architecture {
  public:
-  WorldArchitecture(CommonArchitecture common, WorldFields world)
-      : common(common), world(world), shape_(common.trunk()) {}
+  WorldArchitecture(CommonArchitecture c, WorldFields w)
+      : common(c), world(w), shape_(c.trunk()) {}
   const TrunkShape& trunk() const override { return shape_; }
   std::vector<TensorSpec> tensors() const override;
   nlohmann::json to_json() const override;

@@ -1,0 +1,90 @@
+// The cpu backend's elementwise trunk ops: the per-ISA bodies spread over the
+// pool (rows for the norm, fixed spans for SwiGLU), and rope with each
+// token's angles computed once for all its heads.
+#include "cpu/elementwise_cpu.h"
+
+#include <cmath>
+#include <vector>
+
+#include "core/errors.h"
+#include "cpu/thread_pool.h"
+#include "ops.h"
+
+namespace mstar::kernels {
+
+namespace {
+
+// Entries per SwiGLU task: large enough that a task outweighs handing it
+// out, small enough that one decode row (a few thousand) still splits.
+constexpr int64_t kSpan = 2048;
+
+// Threads worth using for `work` entries: below a few thousand the pool's
+// wake-up costs more than the loop.
+int threads_for(int threads, int64_t work) { return work < 4096 ? 1 : threads; }
+
+// The body of each op for an instruction set (the x86 ones exist only there).
+struct Bodies {
+  decltype(&generic::rmsnorm_row) rmsnorm_row;
+  decltype(&generic::silu_mul_span) silu_mul_span;
+};
+
+Bodies bodies(CpuIsa isa) {
+#if defined(__x86_64__)
+  if (isa == CpuIsa::avx2) return {&avx2::rmsnorm_row, &avx2::silu_mul_span};
+  if (isa == CpuIsa::avx512 || isa == CpuIsa::avx512_bf16) return {&avx512::rmsnorm_row, &avx512::silu_mul_span};
+#endif
+  (void)isa;
+  return {&generic::rmsnorm_row, &generic::silu_mul_span};
+}
+
+}  // namespace
+
+void rmsnorm_cpu(const RmsNormParams& p) { rmsnorm_cpu_isa(p, best_cpu_isa()); }
+void silu_mul_cpu(const SiluMulParams& p) { silu_mul_cpu_isa(p, best_cpu_isa()); }
+
+void rmsnorm_cpu_isa(const RmsNormParams& p, CpuIsa isa) {
+  MSTAR_ASSERT(cpu_supports(isa), "rmsnorm_cpu_isa: this processor lacks the instruction set");
+  const auto row = bodies(isa).rmsnorm_row;
+  parallel_for(threads_for(p.threads, p.rows * p.width), p.rows,
+               [&](int64_t r, int) { row(p.x + r * p.width, p.w, p.eps, p.out + r * p.width, p.width); });
+}
+
+void silu_mul_cpu_isa(const SiluMulParams& p, CpuIsa isa) {
+  MSTAR_ASSERT(cpu_supports(isa), "silu_mul_cpu_isa: this processor lacks the instruction set");
+  const auto span = bodies(isa).silu_mul_span;
+  parallel_for(threads_for(p.threads, p.n), (p.n + kSpan - 1) / kSpan, [&](int64_t t, int) {
+    const int64_t at = t * kSpan;
+    span(p.a + at, p.b + at, std::min(kSpan, p.n - at));
+  });
+}
+
+// The reference's arithmetic exactly (double angles, double products), with
+// cos and sin taken once per token and pair instead of once per head.
+void rope_cpu(const RopeParams& p) {
+  const int32_t half = p.head_dim / 2;
+  parallel_for(threads_for(p.threads, p.tokens * p.heads * p.head_dim), p.tokens, [&](int64_t t, int) {
+    thread_local std::vector<double> cs;  // [half, 2]: cos, sin of each rotated pair
+    cs.resize(static_cast<size_t>(2 * half));
+    for (int32_t s = 0; s < p.sections; ++s) {
+      const RopeSection& sec = p.section[s];
+      const auto pos = static_cast<double>(p.positions[t * p.sections + s]);
+      for (int32_t i = 0; i < sec.count; ++i) {
+        const double a = pos * sec.inv_freq[i];
+        cs[static_cast<size_t>(2 * (sec.offset + i))] = std::cos(a);
+        cs[static_cast<size_t>(2 * (sec.offset + i) + 1)] = std::sin(a);
+      }
+    }
+    for (int32_t h = 0; h < p.heads; ++h) {
+      float* x = p.x + t * p.token_stride + h * p.head_stride;
+      for (int32_t s = 0; s < p.sections; ++s)
+        for (int32_t i = p.section[s].offset; i < p.section[s].offset + p.section[s].count; ++i) {
+          const double c = cs[static_cast<size_t>(2 * i)], sn = cs[static_cast<size_t>(2 * i + 1)];
+          const double x1 = x[i], x2 = x[half + i];
+          x[i] = static_cast<float>(x1 * c - x2 * sn);
+          x[half + i] = static_cast<float>(x1 * sn + x2 * c);
+        }
+    }
+  });
+}
+
+}  // namespace mstar::kernels

@@ -1,0 +1,57 @@
+#pragma once
+// Internal to the cpu backend: the matrix product's per-ISA bodies.
+//
+// Weights are read in the dtype they are stored in and widened to f32 in
+// registers; the arithmetic is f32 (the activations are never rounded to
+// bf16: the trunk stays within 1e-5 of the double-precision reference).
+// Two paths:
+// - panels, for few rows (decode: one row per active stream): a panel of
+//   output columns is computed for every row while its weights are in cache,
+//   so each weight is read from memory once per step however many streams
+//   are active;
+// - packed, for many rows (prefill: voice prompts, chunks): a panel's weights
+//   are widened once into a k-major f32 block and every row is multiplied
+//   against it in register tiles, compute bound rather than load bound.
+#include <cstdint>
+
+#include "cpu/isa.h"
+#include "ops.h"
+
+namespace mstar::kernels {
+
+enum class MatmulPath : unsigned char { panels, packed };
+
+// Rows at or under this take the panels, above it the packed path; measured
+// with `mstar-bench matmul` (docs/PERFORMANCE.md, "Matrix products").
+constexpr int64_t kPanelMaxRows = 32;
+inline MatmulPath matmul_path(int64_t rows) { return rows <= kPanelMaxRows ? MatmulPath::panels : MatmulPath::packed; }
+
+// Output columns per panel: one task of the pool.
+constexpr int64_t kPanelCols = 16;
+
+// The product with a named instruction set and path (the backend passes
+// best_cpu_isa() and matmul_path(rows); tests and the benchmark name each).
+void matmul_cpu_path(const MatmulParams& p, CpuIsa isa, MatmulPath path);
+
+// Per ISA:
+// - matmul_panel: y[:, o0 .. o0 + n) for every row, n <= kPanelCols;
+// - matmul_packed_cols: the packed path's columns per task;
+// - matmul_packed: y[:, o0 .. o0 + n), n <= matmul_packed_cols(), through
+//   `packed` ([in, matmul_packed_cols()] floats of scratch).
+// Both apply bias and accumulate.
+#define MSTAR_MATMUL_BODIES                                        \
+  void matmul_panel(const MatmulParams& p, int64_t o0, int64_t n); \
+  int64_t matmul_packed_cols();                                    \
+  void matmul_packed(const MatmulParams& p, int64_t o0, int64_t n, float* packed);
+namespace generic {
+MSTAR_MATMUL_BODIES
+}
+namespace avx2 {
+MSTAR_MATMUL_BODIES
+}
+namespace avx512 {
+MSTAR_MATMUL_BODIES
+}
+#undef MSTAR_MATMUL_BODIES
+
+}  // namespace mstar::kernels

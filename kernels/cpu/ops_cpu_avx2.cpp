@@ -1,0 +1,17 @@
+// The trunk ops' bodies (matrix product, elementwise) for processors with
+// AVX2, FMA and F16C, chosen at run time (cpu_supports in isa.cpp).
+#include "core/dtype.h"
+#include "cpu/elementwise_cpu.h"
+#include "cpu/matmul_cpu.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+#define MSTAR_CPU_AVX2 1
+#define MSTAR_CPU_ISA avx2
+#include "cpu/vec.inc"
+#include "cpu/matmul_cpu_impl.inc"
+#include "cpu/elementwise_cpu_impl.inc"
+#pragma GCC pop_options
+#endif  // off x86-64 nothing here: the dispatchers never name these bodies there

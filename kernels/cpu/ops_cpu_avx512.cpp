@@ -1,0 +1,21 @@
+// The trunk ops' bodies (matrix product, elementwise) for processors with
+// AVX-512 (F, BW, VL, DQ), chosen at run time (cpu_supports in isa.cpp).
+#include "core/dtype.h"
+#include "cpu/elementwise_cpu.h"
+#include "cpu/matmul_cpu.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq")
+// GCC 12's AVX-512 headers start some conversions from a deliberately
+// undefined register (_mm512_undefined_*), which -Wuninitialized reports.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#define MSTAR_CPU_AVX512 1
+#define MSTAR_CPU_ISA avx512
+#include "cpu/vec.inc"
+#include "cpu/matmul_cpu_impl.inc"
+#include "cpu/elementwise_cpu_impl.inc"
+#pragma GCC pop_options
+#endif  // off x86-64 nothing here: the dispatchers never name these bodies there

@@ -1,0 +1,9 @@
+// The trunk ops' bodies (matrix product, elementwise) for any processor.
+#include "core/dtype.h"
+#include "cpu/elementwise_cpu.h"
+#include "cpu/matmul_cpu.h"
+
+#define MSTAR_CPU_ISA generic
+#include "cpu/vec.inc"
+#include "cpu/matmul_cpu_impl.inc"
+#include "cpu/elementwise_cpu_impl.inc"

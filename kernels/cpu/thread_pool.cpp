@@ -1,0 +1,131 @@
+#include "cpu/thread_pool.h"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "core/errors.h"
+
+namespace mstar::kernels {
+
+namespace {
+
+// How long an idle worker polls for the next job before sleeping. A decode
+// step launches a few hundred small jobs back to back, a few microseconds
+// apart; waking from a futex costs tens of microseconds, so workers poll
+// across those gaps. Longer than this and a worker would steal its core
+// from other processes between steps.
+constexpr auto kSpin = std::chrono::microseconds(200);
+
+class Pool {
+ public:
+  static Pool& get() {
+    static Pool p;
+    return p;
+  }
+
+  void run(int threads, int64_t n, void* ctx, void (*body)(void*, int64_t, int)) {
+    if (threads <= 1 || n <= 1 || in_job_) {
+      for (int64_t i = 0; i < n; ++i) body(ctx, i, 0);
+      return;
+    }
+    std::lock_guard one_job(job_mutex_);  // one parallel_for at a time
+    grow(threads - 1);
+    ctx_ = ctx;
+    body_ = body;
+    n_ = n;
+    next_.store(0, std::memory_order_relaxed);
+    const int helpers = static_cast<int>(std::min<int64_t>(threads - 1, n - 1));
+    done_.store(0, std::memory_order_relaxed);
+    {
+      // A job's number and its helper count travel in one word, so a worker
+      // never pairs one job's number with another's count.
+      std::lock_guard lk(m_);
+      job_ = ((job_ >> 16) + 1) << 16 | static_cast<uint64_t>(helpers);
+      generation_.store(job_, std::memory_order_release);
+    }
+    cv_.notify_all();
+    in_job_ = true;
+    work(0);
+    in_job_ = false;
+    // Every helper of this job checks in, whether or not it found work.
+    while (done_.load(std::memory_order_acquire) < helpers) std::this_thread::yield();
+  }
+
+ private:
+  ~Pool() {
+    {
+      std::lock_guard lk(m_);
+      stop_.store(true, std::memory_order_release);
+      job_ += 1 << 16;
+      generation_.store(job_, std::memory_order_release);
+    }
+    cv_.notify_all();
+    for (auto& t : workers_) t.join();
+  }
+
+  void grow(int helpers) {
+    while (static_cast<int>(workers_.size()) < helpers) {
+      const int index = static_cast<int>(workers_.size()) + 1;
+      // The worker starts from the current job number, read here before the
+      // next job is published: read on the new thread, it could already be
+      // that job's, and the worker would sleep through it.
+      const uint64_t seen = generation_.load(std::memory_order_acquire);
+      workers_.emplace_back([this, index, seen] { loop(index, seen); });
+    }
+  }
+
+  void work(int worker) {
+    for (int64_t i; (i = next_.fetch_add(1, std::memory_order_relaxed)) < n_;) body_(ctx_, i, worker);
+  }
+
+  void loop(int index, uint64_t seen) {
+    for (;;) {
+      // Poll for a new job, then sleep until one comes.
+      const auto until = std::chrono::steady_clock::now() + kSpin;
+      while (generation_.load(std::memory_order_acquire) == seen && std::chrono::steady_clock::now() < until)
+        std::this_thread::yield();
+      if (generation_.load(std::memory_order_acquire) == seen) {
+        std::unique_lock lk(m_);
+        cv_.wait(lk, [&] { return generation_.load(std::memory_order_acquire) != seen; });
+      }
+      seen = generation_.load(std::memory_order_acquire);
+      if (stop_.load(std::memory_order_acquire)) return;
+      // Only the job's first helpers take part; the rest go back to waiting.
+      if (static_cast<uint64_t>(index) <= (seen & 0xffff)) {
+        in_job_ = true;
+        work(index);
+        in_job_ = false;
+        done_.fetch_add(1, std::memory_order_acq_rel);
+      }
+    }
+  }
+
+  std::mutex job_mutex_;
+  std::mutex m_;
+  std::condition_variable cv_;
+  std::vector<std::thread> workers_;
+  std::atomic<uint64_t> generation_{0};  // job number << 16 | its helper count
+  uint64_t job_ = 0;                      // the last value stored there (under m_)
+  std::atomic<int64_t> next_{0};
+  std::atomic<int> done_{0};
+  int64_t n_ = 0;
+  void* ctx_ = nullptr;
+  void (*body_)(void*, int64_t, int) = nullptr;
+  std::atomic<bool> stop_{false};
+  static thread_local bool in_job_;
+};
+
+thread_local bool Pool::in_job_ = false;
+
+}  // namespace
+
+void parallel_for_raw(int threads, int64_t n, void* ctx, void (*body)(void*, int64_t, int)) {
+  MSTAR_ASSERT(threads >= 1, "parallel_for: at least one thread");
+  Pool::get().run(threads, n, ctx, body);
+}
+
+}  // namespace mstar::kernels

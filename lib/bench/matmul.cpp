@@ -1,0 +1,68 @@
+#include "bench/matmul.h"
+
+#include <cblas.h>
+
+#include <random>
+
+#include "bench/timing.h"
+#include "cpu/matmul_cpu.h"
+
+namespace mstar::bench {
+
+std::vector<MatmulResult> bench_matmul(const MatmulShape& s, bool cold, int repeats, int64_t llc_bytes) {
+  const int64_t wbytes = s.in * s.out * static_cast<int64_t>(dtype_size(s.dtype));
+  const int64_t copies = cold ? std::max<int64_t>(2, (4 * llc_bytes + wbytes - 1) / wbytes) : 1;
+  std::mt19937_64 g(7);
+  std::normal_distribution<float> n;
+  std::vector<unsigned char> weights(static_cast<size_t>(copies * wbytes));
+  const auto count = static_cast<size_t>(copies * s.in * s.out);
+  std::vector<float> block(4099);  // repeated: fills GiBs fast; odd so rows differ
+  for (auto& v : block) v = n(g);
+  for (size_t i = 0; i < count; ++i) store_from_f32(weights.data(), s.dtype, i, block[i % block.size()]);
+  std::vector<float> x(static_cast<size_t>(s.rows * s.in)), y(static_cast<size_t>(s.rows * s.out));
+  for (auto& v : x) v = n(g);
+
+  kernels::MatmulParams p;
+  p.rows = s.rows, p.in = s.in, p.out = s.out;
+  p.x = x.data(), p.x_stride = s.in;
+  p.w_dtype = s.dtype;
+  p.y = y.data(), p.y_stride = s.out;
+  p.threads = s.threads;
+  int64_t copy = 0;  // the weights of this call
+  const auto next_copy = [&](int i) {
+    copy = i % copies;
+    p.w = weights.data() + copy * wbytes;
+  };
+
+  // OpenBLAS's operand: the weights as f32, one copy per cold copy.
+  std::vector<float> wide(count);
+  for (size_t i = 0; i < count; ++i) wide[i] = load_as_f32(weights.data(), s.dtype, i);
+  const int64_t wide_floats = s.in * s.out;
+
+  std::vector<MatmulResult> out;
+  for (const std::string m : {"mstar", "panels", "packed", "openblas-sgemm-f32"}) {
+    const kernels::CpuIsa isa = kernels::best_cpu_isa();
+    const bool blas = m == "openblas-sgemm-f32";
+    if (blas) openblas_set_num_threads(s.threads);
+    const std::vector<double> us = time_calls(
+        Backend::cpu, next_copy,
+        [&](int) {
+          if (blas)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(s.rows), static_cast<int>(s.out),
+                        static_cast<int>(s.in), 1.0f, x.data(), static_cast<int>(s.in), wide.data() + copy * wide_floats,
+                        static_cast<int>(s.in), 0.0f, y.data(), static_cast<int>(s.out));
+          else if (m == "mstar") kernels::matmul_cpu(p);
+          else if (m == "panels") kernels::matmul_cpu_path(p, isa, kernels::MatmulPath::panels);
+          else kernels::matmul_cpu_path(p, isa, kernels::MatmulPath::packed);
+        },
+        repeats);
+    if (blas) openblas_set_num_threads(1);
+    MatmulResult r{m, s, cold, us[us.size() / 2], us.front(), 0, 0};
+    r.weight_gbs = static_cast<double>(wbytes) / (r.median_us * 1e-6) / 1e9;
+    r.gflops = 2.0 * static_cast<double>(s.rows * s.in * s.out) / (r.median_us * 1e-6) / 1e9;
+    out.push_back(r);
+  }
+  return out;
+}
+
+}  // namespace mstar::bench

@@ -1,0 +1,38 @@
+#pragma once
+// The matrix product at the trunk's shapes, by each way the cpu backend can
+// compute it, so the choice between them (matmul_cpu.h) rests on figures
+// anyone can rerun: the engine's own choice, each of its two paths forced,
+// and the maintained alternative, OpenBLAS sgemm with its own threads, given
+// its best case: the weights widened to f32 beforehand (twice the memory of
+// bf16, not timed). OpenBLAS's bf16 product (sbgemm) would be the closer
+// match, but Debian 12's OpenBLAS 0.3.21 is built without it (libopenblas.so
+// exports no sbgemm).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+
+namespace mstar::bench {
+
+struct MatmulShape {
+  int64_t rows = 1, in = 896, out = 4864;
+  DType dtype = DType::bf16;  // the weights'
+  int threads = 2;
+};
+
+struct MatmulResult {
+  std::string method;  // mstar | panels | packed | openblas-sgemm-f32
+  MatmulShape shape;
+  bool cold = false;
+  double median_us = 0, min_us = 0;
+  double weight_gbs = 0;  // weight bytes / median
+  double gflops = 0;      // 2 * rows * in * out / median
+};
+
+// Hot: the same weights every call. Cold: copies of the weights several
+// times the last-level cache, a different one every call (as a decode step
+// reads each layer's weights once).
+std::vector<MatmulResult> bench_matmul(const MatmulShape& s, bool cold, int repeats, int64_t llc_bytes);
+
+}  // namespace mstar::bench

@@ -1,0 +1,143 @@
+// The trunk's per-instruction-set bodies (matmul's panels and packed tiles,
+// rmsnorm, silu_mul) for the run's --isa (isa_main.cpp) against the
+// reference (plain loops in double), on odd sizes, for every weight dtype.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "core/dtype.h"
+#include "cpu/elementwise_cpu.h"
+#include "cpu/isa.h"
+#include "cpu/matmul_cpu.h"
+#include "isa.h"
+#include "ops.h"
+#include "support.h"
+
+using namespace mstar;
+using namespace mstar::kernels;
+
+namespace {
+
+// Weights rounded to the dtype, stored as it would be in a checkpoint.
+std::vector<unsigned char> stored(const std::vector<float>& w, DType dt) {
+  std::vector<unsigned char> bytes(w.size() * dtype_size(dt));
+  for (size_t i = 0; i < w.size(); ++i) store_from_f32(bytes.data(), dt, i, w[i]);
+  return bytes;
+}
+
+struct MatmulCase {
+  int64_t rows, in, out;
+  DType dt;
+  bool bias, accumulate;
+  int threads;
+};
+
+// Runs the case on `isa` and checks every output against the reference.
+// Tolerance: both sum the same exactly widened products, in f32 against
+// double, so the difference is bounded by the f32 summation error, a few
+// ulps times the sum of the terms' magnitudes: 1e-5 of it for in <= 512.
+void check_matmul(const MatmulCase& c, CpuIsa isa, MatmulPath path) {
+  CAPTURE(c.rows);
+  CAPTURE(c.in);
+  CAPTURE(c.out);
+  CAPTURE(to_string(c.dt));
+  CAPTURE(c.bias);
+  CAPTURE(c.accumulate);
+  CAPTURE(cpu_isa_name(isa));
+  CAPTURE(path == MatmulPath::panels ? "panels" : "packed");
+  test::Rng rng(static_cast<uint64_t>(c.rows * 1000003 + c.in * 1009 + c.out));
+  const int64_t xs = c.in + 3, ys = c.out + 5;  // strides wider than the rows
+  const std::vector<float> x = rng.normals(static_cast<size_t>(c.rows * xs));
+  const std::vector<unsigned char> w = stored(rng.normals(static_cast<size_t>(c.out * c.in)), c.dt);
+  const std::vector<float> bias = rng.normals(static_cast<size_t>(c.out));
+  const std::vector<float> y0 = rng.normals(static_cast<size_t>(c.rows * ys));
+  std::vector<float> want = y0, got = y0;
+  MatmulParams p;
+  p.rows = c.rows, p.in = c.in, p.out = c.out;
+  p.x = x.data(), p.x_stride = xs;
+  p.w = w.data(), p.w_dtype = c.dt;
+  p.bias = c.bias ? bias.data() : nullptr;
+  p.y_stride = ys;
+  p.accumulate = c.accumulate;
+  p.threads = c.threads;
+  p.y = want.data();
+  matmul_reference(p);
+  p.y = got.data();
+  matmul_cpu_path(p, isa, path);
+  for (int64_t r = 0; r < c.rows; ++r)
+    for (int64_t o = 0; o < ys; ++o) {
+      const size_t i = static_cast<size_t>(r * ys + o);
+      if (o >= c.out) {  // past the row: untouched
+        REQUIRE(got[i] == y0[i]);
+        continue;
+      }
+      double mag = std::fabs(c.accumulate ? y0[i] : 0.0f) + (c.bias ? std::fabs(bias[static_cast<size_t>(o)]) : 0.0);
+      for (int64_t k = 0; k < c.in; ++k)
+        mag += std::fabs(x[static_cast<size_t>(r * xs + k)] *
+                         load_as_f32(w.data(), c.dt, static_cast<size_t>(o * c.in + k)));
+      REQUIRE(std::fabs(got[i] - want[i]) <= 1e-5 * mag + 1e-6);
+    }
+}
+
+void matmul_cases(CpuIsa isa) {
+  for (DType dt : {DType::f32, DType::f16, DType::bf16})
+    for (int64_t rows : {1, 3, 16, 17, 54})
+      for (int64_t in : {17, 54, 97, 128})
+        for (int64_t out : {17, 97}) {
+          const bool bias = (rows + in) % 2 == 0, accumulate = (in + out) % 3 == 0;
+          for (MatmulPath path : {MatmulPath::panels, MatmulPath::packed})
+            check_matmul({rows, in, out, dt, bias, accumulate, static_cast<int>(1 + rows % 2)}, isa, path);
+        }
+}
+
+}  // namespace
+
+TEST_CASE("matmul: the instruction set's panels and packed tiles agree with the reference") {
+  matmul_cases(test::isa_under_test());
+}
+
+namespace {
+
+// |got - want| <= rel * |want| + abs, entry by entry.
+void require_close(const std::vector<float>& got, const std::vector<float>& want, double rel, double abs) {
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    CAPTURE(i);
+    REQUIRE(std::fabs(got[i] - want[i]) <= rel * std::fabs(want[i]) + abs);
+  }
+}
+
+void elementwise_cases(CpuIsa isa) {
+  CAPTURE(cpu_isa_name(isa));
+  test::Rng rng(23);
+  // RMSNorm. Tolerance: the sum of squares is f32 against the reference's
+  // double, a relative error of a few 1e-7 at these widths; 1e-5 relative.
+  for (int64_t rows : {1, 17, 54})
+    for (int64_t width : {17, 54, 97, 896}) {
+      CAPTURE(rows);
+      CAPTURE(width);
+      const std::vector<float> x = rng.normals(static_cast<size_t>(rows * width)), w = rng.normals(static_cast<size_t>(width));
+      std::vector<float> want(x.size()), got(x.size());
+      rmsnorm_reference({rows, width, x.data(), w.data(), 1e-6, want.data(), 1});
+      rmsnorm_cpu_isa({rows, width, x.data(), w.data(), 1e-6, got.data(), 2}, isa);
+      require_close(got, want, 1e-5, 1e-6);
+    }
+  // SwiGLU. Tolerance: the vector exp's relative error is about 2e-7, one
+  // division and one product add a few ulps; 1e-5 relative.
+  for (int64_t n : {17, 54, 97, 4097, 10007}) {
+    CAPTURE(n);
+    std::vector<float> a = rng.normals(static_cast<size_t>(n)), b = rng.normals(static_cast<size_t>(n));
+    for (size_t i = 0; i < a.size(); i += 7) a[i] *= 30.0f;  // both tails of the exp
+    std::vector<float> want = a, got = a;
+    silu_mul_reference({n, want.data(), b.data(), 1});
+    silu_mul_cpu_isa({n, got.data(), b.data(), 2}, isa);
+    require_close(got, want, 1e-5, 1e-6);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("rmsnorm and silu_mul: the instruction set's body agrees with the reference") {
+  elementwise_cases(test::isa_under_test());
+}
