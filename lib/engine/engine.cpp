@@ -46,18 +46,18 @@ std::string Engine::submit(nlohmann::json request) {
   } catch (const InputError&) {
   }
   std::lock_guard lock(inbox_mutex_);
-  inbox_.push_back({Inbox::Kind::submit, id, std::move(request), {}});
+  inbox_.push_back({Inbox::Kind::submit, id, std::move(request), {}, {}});
   return id;
 }
 
 void Engine::cancel(std::string id) {
   std::lock_guard lock(inbox_mutex_);
-  inbox_.push_back({Inbox::Kind::cancel, std::move(id), {}, {}});
+  inbox_.push_back({Inbox::Kind::cancel, std::move(id), {}, {}, {}});
 }
 
 void Engine::reject(std::string id, std::string message) {
   std::lock_guard lock(inbox_mutex_);
-  inbox_.push_back({Inbox::Kind::reject, std::move(id), {}, std::move(message)});
+  inbox_.push_back({Inbox::Kind::reject, std::move(id), {}, std::move(message), {}});
 }
 
 void Engine::snapshot(std::string id, std::filesystem::path path) {
