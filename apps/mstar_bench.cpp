@@ -18,6 +18,7 @@
 #include "bench/engine_bench.h"
 #include "bench/kernels.h"
 #include "bench/matmul.h"
+#include "bench/neighbours.h"
 #include "bench/sampling.h"
 #include "bench/machine.h"
 #include "bench/memory.h"
@@ -141,6 +142,10 @@ int main(int argc, char** argv) {
   kern->add_option("--sweep", sweep, "YAML file of shapes (shapes: [{kind, head_dim, ...}])");
   kern->add_option("--bandwidth", bw, "GB/s to compare with (default: measure it now)");
 
+  int neighbours = 0;
+  const char* neighbours_help = "busy-looping processes running beside the timed calls (a shared machine)";
+  kern->add_option("--neighbours", neighbours, neighbours_help)->check(CLI::Range(0, 1024));
+
   MatmulShape mshape;
   std::string mrows = "1,4,16,64,512", mdtype = "bf16";
   int mrepeats = 20;
@@ -153,6 +158,7 @@ int main(int argc, char** argv) {
   mm->add_option("--repeats", mrepeats, "timed calls")->check(CLI::Range(1, 100000));
   mm->add_option("--cache", cache, "hot, cold or both")->check(CLI::IsMember({"hot", "cold", "both"}));
   mm->add_option("--bandwidth", bw, "GB/s to compare with (default: measure it now)");
+  mm->add_option("--neighbours", neighbours, neighbours_help)->check(CLI::Range(0, 1024));
 
   int64_t vocab = 151936;
   int srepeats = 200;
@@ -272,7 +278,11 @@ int main(int argc, char** argv) {
           for (bool cold : {false, true}) {
             if ((cold && cache == "hot") || (!cold && cache == "cold")) continue;
             const double of = bandwidth_for(b);
-            const KernelResult r = bench_kernel(s, b, cold, b == Backend::reference ? std::min(krepeats, 3) : krepeats, m.llc_bytes);
+            const int reps = b == Backend::reference ? std::min(krepeats, 3) : krepeats;
+            const KernelResult r = [&] {
+              const Neighbours busy(neighbours);  // beside the timed calls only, not the bandwidth
+              return bench_kernel(s, b, cold, reps, m.llc_bytes);
+            }();
             t.rows.push_back({s.kind, std::string(to_string(b)), cold ? "cold" : "hot", std::string(to_string(s.dtype)),
                               s.head_dim, s.q_heads, s.kv_heads, s.sink, s.kv_len, s.q_tokens, s.batch, s.threads, r.median_us,
                               r.min_us, r.max_us, static_cast<double>(r.kv_bytes) / (1 << 20), r.gbs, r.gbs / of, r.gflops});
@@ -284,6 +294,7 @@ int main(int argc, char** argv) {
       if (fmt_out == Format::markdown) {
         if (bw > 0) fmt::print("bandwidth (given): {:.1f} GB/s\n", bw);
         if (bw <= 0 && host_bw > 0) fmt::print("measured bandwidth (triad, {} threads): {:.1f} GB/s\n", kthreads, host_bw);
+        if (neighbours > 0) fmt::print("timed beside {} busy-looping processes\n", neighbours);
         if (bw <= 0 && device_bw > 0) fmt::print("measured device bandwidth (triad, {}): {:.1f} GB/s\n", device_name, device_bw);
         fmt::print("\n");
       }
@@ -303,6 +314,7 @@ int main(int argc, char** argv) {
       Table t{{"method", "cache", "dtype", "rows", "in", "out", "threads", "median_us", "min_us", "weight_gbs",
                "of_bandwidth", "gflops"},
               {}};
+      const Neighbours busy(neighbours);
       for (int64_t rows : parse_list(mrows, "--rows")) {
         mshape.rows = rows;
         for (bool cold : {false, true}) {
@@ -312,8 +324,11 @@ int main(int argc, char** argv) {
                               mshape.out, mshape.threads, r.median_us, r.min_us, r.weight_gbs, r.weight_gbs / bw, r.gflops});
         }
       }
-      if (fmt_out == Format::markdown)
-        fmt::print("measured bandwidth (triad, {} threads): {:.1f} GB/s\n\n", mshape.threads, bw);
+      if (fmt_out == Format::markdown) {
+        fmt::print("measured bandwidth (triad, {} threads): {:.1f} GB/s\n", mshape.threads, bw);
+        if (neighbours > 0) fmt::print("timed beside {} busy-looping processes\n", neighbours);
+        fmt::print("\n");
+      }
       std::cout << render(t, fmt_out);
     } else if (*samp) {
       Table t{{"setting", "vocab", "median_us", "max_us"}, {}};

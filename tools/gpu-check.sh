@@ -21,7 +21,11 @@
 #      bandwidth;
 #   5. mstar-run configs/tts-demo.yaml on cuda (the shipped workload);
 #   6. mstar-run configs/waypoint-720p.yaml on cuda, one rollout of 8 frames;
-#   7. mstar-run configs/hf-demo.yaml on cuda, when that file exists.
+#   7. mstar-run configs/hf-demo.yaml on cuda, when that file exists;
+#   8. a random checkpoint of Qwen2.5-0.5B's shapes (bf16, written by
+#      tools/hf/make-checkpoint.py with python3 and numpy), through
+#      mstar-bench checkpoint on cuda: load, aggregate decode at 1, 16 and 64
+#      streams, decode at depth 4096 (window 4092 + 4 sinks), 512-token prefill.
 # Then one summary table: each check ok or failed, with its headline figures.
 # The full log and every raw output go to REPORT_DIR (default
 # build/gpu/report). Exit status: 0 when every check passed, 1 otherwise.
@@ -227,6 +231,21 @@ run_demo "waypoint 720p (cuda)" waypoint-720p 240 configs/waypoint-720p.yaml \
 # The Hugging Face checkpoint demo, once it ships.
 if [ -f configs/hf-demo.yaml ]; then
   run_demo "hf demo (cuda)" hf-demo 240 configs/hf-demo.yaml
+fi
+
+# ---------------------------------------------------------------- 8. checkpoint
+step "Qwen2.5-0.5B-shaped checkpoint (cuda)"
+ckpt=${TMPDIR:-/tmp}/mstar-gpu-check-qwen2.5-0.5b
+if ! python3 -c 'import numpy' 2>/dev/null; then
+  record "checkpoint (cuda)" failed "python3 has no numpy to write the checkpoint"
+elif ! run_to "$report/checkpoint-make.txt" 120 python3 tools/hf/make-checkpoint.py --shape qwen2.5-0.5b --dtype bf16 "$ckpt"; then
+  record "checkpoint (cuda)" failed "make-checkpoint.py failed (see checkpoint-make.txt.stderr)"
+elif run_to "$report/checkpoint.txt" 240 "$bin/mstar-bench" checkpoint "$ckpt" --kind qwen2 --backend cuda \
+  --streams 1,16,64 --tokens 64 --window 4092 --depths 4096 --probe 16 --prefill 512; then
+  cat "$report/checkpoint.txt"
+  record "checkpoint (cuda)" ok "see checkpoint.txt"
+else
+  record "checkpoint (cuda)" failed "see checkpoint.txt.stderr"
 fi
 
 summary

@@ -10,7 +10,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git
   libcli11-dev libyaml-cpp-dev libfmt-dev nlohmann-json3-dev doctest-dev
-  libopenblas-dev libpcre2-dev libutf8proc-dev libxxhash-dev python3-numpy
+  libopenblas-dev libpcre2-dev libutf8proc-dev libxxhash-dev python3-numpy libcpp-httplib-dev
   clang-14 libclang-rt-14-dev
 )
 

@@ -44,8 +44,8 @@ decode     Single-stream decode tokens/s at KV depths. mstar: `mstar-bench
            the peer) and, like for like with the peer, 1000 /
            full_ms_per_token (a cache holding the whole history). peer:
            `llama-bench -p 0 -n G -d DEPTHS -r 1` per round (random tokens; the
-           depth fill is untimed). mstar-bench checkpoint's KV cache is bf16
-           (fixed); the peer's is --peer-kv (default f16).
+           depth fill is untimed). Both KV caches are --peer-kv (default
+           f16): the peer's -ctk/-ctv, mstar-bench checkpoint's --kv-dtype.
 aggregate  Aggregate decode tokens/s at S concurrent streams. mstar: the
            `mstar-bench checkpoint --streams` sweep, aggregate_per_s = tokens
            produced / the whole run's wall time (it includes each request's
@@ -380,7 +380,8 @@ def numpy_python():
 
 
 def mstar_checkpoint(args, runner, bench, hf_dir, kind, extra, what):
-    cmd = [bench, "checkpoint", hf_dir, "--kind", kind, "--backend", "cpu", "--threads", args.threads, *extra, "--json"]
+    cmd = [bench, "checkpoint", hf_dir, "--kind", kind, "--backend", "cpu", "--threads", args.threads,
+           "--kv-dtype", args.peer_kv, *extra, "--json"]
     out = runner.run(cmd, what)
     return json_tables(out)
 
@@ -422,7 +423,7 @@ def decode(args, runner, bench, peer, hf_dir):
     notes = [f"{args.gen} decode steps timed at each depth, single stream, {args.threads} threads; GGUF {gguf}.",
              f"mstar bounded = sink 4 + window {args.window} = {4 + args.window} entries at most (reads fewer than "
              "the peer past that depth); mstar full = a cache keeping the whole history (like for like).",
-             f"KV: mstar-bench checkpoint bf16 (fixed), peer {args.peer_kv} with flash attention on.",
+             f"KV: {args.peer_kv} on both sides, the peer with flash attention on.",
              "speedup = mstar tok/s / peer tok/s (medians); above 1: mstar faster."]
     return {"rows": rows, "table": table, "notes": notes, "settings": {"gguf": str(gguf), "kind": kind}}
 
@@ -487,7 +488,7 @@ def aggregate(args, runner, bench, peer, hf_dir):
              f"a shared 64-token voice (fixed in mstar-bench); the peer prefills -npp {args.npp} tokens per stream.",
              "mstar aggregate = tokens / the whole run (prefill, sampling and scheduling included); "
              "step column = streams x 1000 / median step ms. peer S_TG = decode steps only, no sampling "
-             f"(-c {ctx}, a KV stream per sequence, {args.peer_kv} KV; mstar's KV is bf16).",
+             f"(-c {ctx}, a KV stream per sequence, {args.peer_kv} KV on both sides).",
              "speedup = mstar / peer (medians); above 1: mstar faster.",
              "The trailing 1 in the peer's -npl is a sentinel run whose line is ignored: batched-bench can lose "
              "its last output lines at exit (see batched() in this script)."]
@@ -519,7 +520,7 @@ def prefill(args, runner, bench, peer, hf_dir):
                      [[args.prompt, fmt_spread(m), fmt_spread(p), fmt_ratio(rows[0]["speedup"])]])
     notes = [f"One {args.prompt}-token prompt into an empty cache, {args.threads} threads; each side's per-round "
              f"figure is the median of 3 timed passes after a warm-up; GGUF {gguf}.",
-             f"KV: mstar bf16 (fixed), peer {args.peer_kv}; mstar feeds the prompt as one chunk (query window = "
+             f"KV: {args.peer_kv} on both sides; mstar feeds the prompt as one chunk (query window = "
              "prompt; --window = prompt, so nothing is evicted), the peer in ubatches of 512 (-ub 512).",
              "speedup = mstar / peer (medians); above 1: mstar faster."]
     return {"rows": rows, "table": table, "notes": notes, "settings": {"gguf": str(gguf), "kind": kind}}

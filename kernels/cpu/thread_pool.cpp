@@ -39,20 +39,24 @@ class Pool {
     n_ = n;
     next_.store(0, std::memory_order_relaxed);
     const int helpers = static_cast<int>(std::min<int64_t>(threads - 1, n - 1));
-    done_.store(0, std::memory_order_relaxed);
     {
       // A job's number and its helper count travel in one word, so a worker
       // never pairs one job's number with another's count.
       std::lock_guard lk(m_);
       job_ = ((job_ >> 16) + 1) << 16 | static_cast<uint64_t>(helpers);
+      gate_.store(gate_of(job_), std::memory_order_relaxed);  // open, nobody in
       generation_.store(job_, std::memory_order_release);
     }
     cv_.notify_all();
     in_job_ = true;
     work(0);
     in_job_ = false;
-    // Every helper of this job checks in, whether or not it found work.
-    while (done_.load(std::memory_order_acquire) < helpers) std::this_thread::yield();
+    // Every item is taken. Close the job so a helper that wakes only now
+    // (its core was lent to another process) stays out, and wait only for
+    // those inside: waiting for every helper to check in made two threads
+    // slower than one whenever a neighbour held the other core.
+    gate_.fetch_or(kClosed, std::memory_order_acq_rel);
+    while ((gate_.load(std::memory_order_acquire) & kInside) != 0) std::this_thread::yield();
   }
 
  private:
@@ -94,14 +98,28 @@ class Pool {
       }
       seen = generation_.load(std::memory_order_acquire);
       if (stop_.load(std::memory_order_acquire)) return;
-      // Only the job's first helpers take part; the rest go back to waiting.
-      if (static_cast<uint64_t>(index) <= (seen & 0xffff)) {
+      // Only the job's first helpers take part, and only while it is open.
+      if (static_cast<uint64_t>(index) <= (seen & 0xffff) && enter(gate_of(seen))) {
         in_job_ = true;
         work(index);
         in_job_ = false;
-        done_.fetch_add(1, std::memory_order_acq_rel);
+        gate_.fetch_sub(1, std::memory_order_release);
       }
     }
+  }
+
+  // The gate of a job: its number (above bit 32), closed (bit 31), the
+  // helpers inside (below). A helper enters only the job it was woken for,
+  // before the caller closes it.
+  static constexpr uint64_t kClosed = uint64_t{1} << 31;
+  static constexpr uint64_t kInside = kClosed - 1;
+  static uint64_t gate_of(uint64_t generation) { return (generation >> 16) << 32; }
+
+  bool enter(uint64_t job) {
+    uint64_t g = gate_.load(std::memory_order_acquire);
+    while ((g & ~kInside) == job)  // this job, still open
+      if (gate_.compare_exchange_weak(g, g + 1, std::memory_order_acq_rel)) return true;
+    return false;
   }
 
   std::mutex job_mutex_;
@@ -111,7 +129,7 @@ class Pool {
   std::atomic<uint64_t> generation_{0};  // job number << 16 | its helper count
   uint64_t job_ = 0;                      // the last value stored there (under m_)
   std::atomic<int64_t> next_{0};
-  std::atomic<int> done_{0};
+  std::atomic<uint64_t> gate_{0};
   int64_t n_ = 0;
   void* ctx_ = nullptr;
   void (*body_)(void*, int64_t, int) = nullptr;

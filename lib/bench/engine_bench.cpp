@@ -189,6 +189,13 @@ Table bench_prefill(const ResolvedDeployment& d, int64_t tokens, int repeats) {
                {{tokens, chunk, med, static_cast<double>(tokens) / med}}};
 }
 
+namespace {
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+}  // namespace
+
 std::vector<StreamPoint> bench_stream(const ResolvedDeployment& d, std::vector<int64_t> lengths, int probe) {
   std::sort(lengths.begin(), lengths.end());  // one stream grows through them
   SpeechBench sb = speech_bench(d, "stream");
@@ -217,13 +224,18 @@ std::vector<StreamPoint> bench_stream(const ResolvedDeployment& d, std::vector<i
       }
     }
     StreamPoint p{L, 0, 0, 0, 0, 0};
-    double tb = 0, tf = 0;
+    // One untimed step each first (the pool's threads may be asleep after
+    // the prefill), then the median step: the first step after a pause ran
+    // up to 100x slower on tiny models.
+    bounded.feed(model, {5}, rows);
+    full.feed(model, {5}, rows);
+    std::vector<double> tb, tf;
     for (int i = 0; i < probe; ++i) {
-      tb += bounded.feed(model, {5}, rows);
-      tf += full.feed(model, {5}, rows);
+      tb.push_back(bounded.feed(model, {5}, rows));
+      tf.push_back(full.feed(model, {5}, rows));
     }
-    p.bounded_ms_per_token = tb * 1000 / probe;
-    p.full_ms_per_token = tf * 1000 / probe;
+    p.bounded_ms_per_token = median(tb) * 1000;
+    p.full_ms_per_token = median(tf) * 1000;
     p.bounded_kv_bytes = std::min(bounded.written, retained) * bytes_per_entry;
     p.full_kv_bytes = full.written * bytes_per_entry;
     p.rss_bytes = current_rss_bytes();

@@ -64,8 +64,8 @@ struct StreamPoint {
   int64_t rss_bytes;                        // the process's resident set after both
 };
 // One tts request decoding up to each length, in increasing order (advanced
-// by chunked prefill between checkpoints, then `probe` single-token steps
-// timed).
+// by chunked prefill between checkpoints, then one untimed and `probe` timed
+// single-token steps; the median step is reported).
 std::vector<StreamPoint> bench_stream(const ResolvedDeployment& d, std::vector<int64_t> lengths, int probe);
 Table stream_table(const std::vector<StreamPoint>& points);
 

@@ -1,0 +1,66 @@
+// mstar-serve CONFIG [--set k=v]... [--host H] [--port N] [--max-queue N] [--max-body BYTES] [--threads-http N]
+//                    [--stream-buffer N] [--read-timeout S] [--write-timeout S] [--drain-seconds S]
+// Serves a deployment over HTTP (docs/serving.md): the deployment is loaded
+// as mstar-run loads it, its workload's requests are ignored (clients send
+// theirs), and the server runs until SIGINT or SIGTERM.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <csignal>
+#include <iostream>
+
+#include "cli.h"
+#include "engine/program.h"
+#include "serve/server.h"
+
+int main(int argc, char** argv) {
+  // First: a signal while the model loads is then a shutdown request too.
+  mstar::serve::ShutdownSignals signals;
+  CLI::App app{"Serve a deployment over HTTP: streaming generation, health, models and metrics"};
+  std::string config;
+  std::vector<std::string> sets;
+  mstar::serve::ServeOptions o;
+  app.add_option("config", config, "deployment YAML")->required();
+  app.add_option("--set", sets, "override a deployment key: dotted.key=value (repeatable)");
+  app.add_option("--host", o.host, "address to listen on")->capture_default_str();
+  app.add_option("--port", o.port, "port to listen on; 0 picks a free one")->capture_default_str()->check(CLI::Range(0, 65535));
+  app.add_option("--max-queue", o.max_queue, "requests waiting for admission before 429")
+      ->capture_default_str()->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
+  app.add_option("--max-body", o.max_body, "largest request body in bytes (413 beyond)")
+      ->capture_default_str()->check(CLI::Range(std::size_t{2}, std::size_t{1} << 30));
+  app.add_option("--threads-http", o.threads_http, "connections served at once (every stream holds one)")
+      ->capture_default_str()->check(CLI::Range(1, 4096));
+  app.add_option("--stream-buffer", o.stream_buffer, "unread events per stream before its request is cancelled")
+      ->capture_default_str()->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20));
+  app.add_option("--read-timeout", o.read_timeout_s, "seconds a read of a request may wait")
+      ->capture_default_str()->check(CLI::Range(1, 3600));
+  app.add_option("--write-timeout", o.write_timeout_s, "seconds a write of a response may wait")
+      ->capture_default_str()->check(CLI::Range(1, 3600));
+  app.add_option("--drain-seconds", o.drain_seconds, "at shutdown, how long running streams may finish before they are cancelled")
+      ->capture_default_str()->check(CLI::Range(0.0, 86400.0));
+  if (auto rc = mstar::cli::parse(app, argc, argv)) return *rc;
+  const auto set_list = mstar::cli::sets(sets, "mstar-serve");
+  if (!set_list) return mstar::cli::kUsage;
+  return mstar::cli::guarded("mstar-serve", [&] {
+    mstar::Diagnostics diags;
+    auto resolved = mstar::load_deployment(config, *set_list, diags);
+    if (!resolved) {
+      std::cerr << diags.str();
+      return mstar::cli::kInvalid;
+    }
+    mstar::serve::Server server(*resolved, o);
+    const int port = server.start();
+    const std::string host = o.host.find(':') != std::string::npos ? "[" + o.host + "]" : o.host;
+    fmt::print(stderr, "mstar-serve: listening on http://{}:{}\n", host, port);
+    const int sig = signals.wait(server);
+    if (sig) fmt::print(stderr, "mstar-serve: {}: stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    const mstar::serve::ShutdownReport r = server.stop();
+    fmt::print(stderr, "mstar-serve: {} streams open at shutdown: {} ended while draining, {} cancelled\n", r.open,
+               r.finished, r.cancelled);
+    if (const std::string f = server.failure(); !f.empty()) {
+      fmt::print(stderr, "mstar-serve: {}\n", f);
+      return mstar::cli::kInternal;
+    }
+    return mstar::cli::kOk;
+  });
+}

@@ -1,0 +1,598 @@
+// mstar-serve through its library: a server on a free loopback port in this
+// process, spoken to with httplib's client and raw sockets. Streams carry
+// exactly the engine's events whatever other clients do; a client that hangs
+// up, reads too slowly or sends garbage harms no one else; limits answer
+// with JSON; /metrics is Prometheus text; shutdown drains or cancels.
+#include <doctest/doctest.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include <httplib.h>
+
+#include "engine/engine.h"
+#include "engine/program.h"
+#include "engine/run.h"
+#include "serve/server.h"
+
+using namespace mstar;
+using nlohmann::json;
+
+namespace {
+
+ResolvedDeployment deployment(const std::string& config, const std::vector<std::string>& sets = {}) {
+  Diagnostics d;
+  std::vector<SetOverride> so;
+  for (const auto& s : sets) so.push_back(parse_set(s));
+  auto r = load_deployment(std::string(MSTAR_SOURCE_DIR) + "/configs/" + config, so, d);
+  REQUIRE_MESSAGE(r, d.str());
+  return *r;
+}
+
+// A server on a free loopback port, stopped when it goes out of scope.
+struct Running {
+  serve::Server server;
+  int port;
+  explicit Running(const ResolvedDeployment& d, serve::ServeOptions o = {})
+      : server(d, (o.port = 0, o)), port(server.start()) {}
+};
+
+// What the engine alone streams for these requests, all arriving at once.
+std::map<std::string, std::vector<json>> expected(const ResolvedDeployment& d, const std::vector<json>& requests) {
+  auto engine = Engine::create(d);
+  std::vector<RequestLine> lines;
+  for (const json& r : requests) lines.push_back(parse_request_line(r, "test"));
+  std::map<std::string, std::vector<json>> out;
+  run_lines(*engine, std::move(lines), {}, [&](const Event& e) { out[e.body["id"].get<std::string>()].push_back(e.body); });
+  return out;
+}
+
+struct Streamed {
+  int status = 0;
+  std::string content_type, retry_after;
+  std::vector<json> events;  // a 200's events, parsed
+  std::string text;          // the raw body
+  httplib::Error error = httplib::Error::Success;
+};
+
+// POST /v1/generate with `body`; a 200's events are parsed as they arrive
+// and handed to `on_event`, which hangs up by returning false.
+Streamed post(int port, const std::string& body, bool jsonl = false,
+              const std::function<bool(const json&)>& on_event = {}) {
+  httplib::Client c("127.0.0.1", port);
+  c.set_read_timeout(30, 0);
+  httplib::Request req;
+  req.method = "POST";
+  req.path = "/v1/generate";
+  req.headers = {{"Content-Type", "application/json"}};
+  if (jsonl) req.headers.emplace("Accept", "application/jsonl");
+  req.body = body;
+  Streamed s;
+  std::string pending;
+  req.response_handler = [&](const httplib::Response& res) {
+    s.status = res.status;
+    s.content_type = res.get_header_value("Content-Type");
+    s.retry_after = res.get_header_value("Retry-After");
+    return true;
+  };
+  req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
+    s.text.append(data, n);
+    if (s.status != 200) return true;
+    pending.append(data, n);
+    const std::string sep = jsonl ? "\n" : "\n\n";
+    for (size_t p; (p = pending.find(sep)) != std::string::npos;) {
+      std::string line = pending.substr(0, p);
+      pending.erase(0, p + sep.size());
+      if (!jsonl) {
+        REQUIRE(line.rfind("data: ", 0) == 0);
+        line.erase(0, 6);
+      }
+      s.events.push_back(json::parse(line));
+      if (on_event && !on_event(s.events.back())) return false;
+    }
+    return true;
+  };
+  const auto result = c.send(req);
+  s.error = result.error();
+  if (result && s.status != 200) s.text = result->body.empty() ? s.text : result->body;
+  return s;
+}
+
+Streamed post(int port, const json& request, bool jsonl = false, const std::function<bool(const json&)>& on_event = {}) {
+  return post(port, request.dump(), jsonl, on_event);
+}
+
+json get_json(int port, const std::string& path) {
+  httplib::Client c("127.0.0.1", port);
+  auto r = c.Get(path.c_str());
+  REQUIRE(r);
+  return json::parse(r->body);
+}
+
+std::string get_text(int port, const std::string& path) {
+  httplib::Client c("127.0.0.1", port);
+  auto r = c.Get(path.c_str());
+  REQUIRE(r);
+  REQUIRE(r->status == 200);
+  return r->body;
+}
+
+// The value of the sample named exactly `series` (name and labels), or -1.
+double metric(const std::string& text, const std::string& series) {
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if (line.size() > series.size() && line.compare(0, series.size(), series) == 0 && line[series.size()] == ' ')
+      return std::stod(line.substr(series.size() + 1));
+  return -1;
+}
+double metric(int port, const std::string& series) { return metric(get_text(port, "/metrics"), series); }
+
+int64_t in_use(int port) { return get_json(port, "/v1/models")["models"][0]["resources"][0]["in_use"].get<int64_t>(); }
+
+bool eventually(const std::function<bool()>& condition, double seconds = 10) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < until) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return condition();
+}
+
+// A raw loopback connection, for what httplib's client will not do: hang up
+// before any event, or send bytes that are not HTTP.
+struct Raw {
+  int fd = -1;
+  explicit Raw(int port) {
+    fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    timeval tv{10, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  }
+  ~Raw() { close(); }
+  void close() {
+    if (fd >= 0) ::close(fd);
+    fd = -1;
+  }
+  void send(const std::string& s) { REQUIRE(::send(fd, s.data(), s.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(s.size())); }
+  void post(const json& request) {
+    const std::string body = request.dump();
+    send("POST /v1/generate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
+         std::to_string(body.size()) + "\r\n\r\n" + body);
+  }
+  // Reads until `marker` has been seen (or the peer closes, or 10 s pass).
+  std::string read_until(const std::string& marker) {
+    std::string got;
+    char buf[4096];
+    while (got.find(marker) == std::string::npos) {
+      const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) break;
+      got.append(buf, static_cast<size_t>(n));
+    }
+    return got;
+  }
+};
+
+// Greedy unless sampled() says otherwise. A "long" request (max_tokens
+// 1 << 24) runs until it is cancelled: the prompts used for them decode
+// greedily past 4,000 tokens without the end token (alice [1] meets it at
+// 1,073, so it is not one of them).
+json speech(const std::string& id, const std::string& voice, std::vector<int> prompt, int max_tokens) {
+  return json{{"id", id}, {"voice", voice}, {"prompt", prompt}, {"max_tokens", max_tokens}};
+}
+json sampled(json r, double temperature, int top_k, uint64_t seed) {
+  r["sampling"] = {{"temperature", temperature}, {"top_k", top_k}, {"seed", seed}};
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("serve: a request streams the engine's events, as server-sent events or JSON lines") {
+  const auto d = deployment("tts-demo.yaml");
+  const json greedy = speech("g", "alice", {5, 6, 7}, 40);
+  const json seeded = sampled(speech("s", "bob", {1, 2}, 40), 0.9, 20, 3);
+  const auto want = expected(d, {greedy, seeded});
+  REQUIRE(want.at("g").size() == 4);  // three chunks of 16, 16 and 8 tokens, then done
+  CHECK(want.at("g").back()["reason"] == "max_tokens");
+  Running srv(d);
+
+  const Streamed a = post(srv.port, greedy);
+  CHECK(a.status == 200);
+  CHECK(a.content_type == "text/event-stream");
+  CHECK(a.events == want.at("g"));
+  const Streamed b = post(srv.port, seeded, /*jsonl=*/true);
+  CHECK(b.status == 200);
+  CHECK(b.content_type == "application/jsonl");
+  CHECK(b.events == want.at("s"));
+  // mstar-run's request lines take an arrival step; here it is checked and dropped.
+  json with_arrival = greedy;
+  with_arrival["arrival"] = 7;
+  CHECK(post(srv.port, with_arrival).events == want.at("g"));
+}
+
+TEST_CASE("serve: frame events carry the engine's event body; the latents are not sent") {
+  const auto d = deployment("world-demo.yaml");
+  const json w{{"id", "w"}, {"frames", 2}, {"seed", 4}};
+  const auto want = expected(d, {w});
+  Running srv(d);
+  const Streamed s = post(srv.port, w, true);
+  REQUIRE(s.events.size() == 3);
+  CHECK(s.events == want.at("w"));
+  CHECK(s.events[0]["event"] == "frame");
+  CHECK(s.events[0].contains("checksum"));
+  CHECK(!s.events[0].contains("latents"));
+}
+
+TEST_CASE("serve: concurrent clients each get exactly their own events, whatever the others do") {
+  const auto d = deployment("tts-demo.yaml");
+  std::vector<json> requests;
+  for (int i = 0; i < 6; ++i) {
+    json r = speech(fmt::format("c{}", i), i % 2 ? "bob" : "alice", {1 + i, 2 + i, 3}, 20 + 8 * i);
+    requests.push_back(i % 3 == 0 ? r : sampled(r, 0.7 + 0.1 * i, 10 * i, static_cast<uint64_t>(i)));
+  }
+  const auto want = expected(d, requests);
+  Running srv(d);
+  std::vector<Streamed> got(requests.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < requests.size(); ++i)
+    threads.emplace_back([&, i] { got[i] = post(srv.port, requests[i], i % 2 == 1); });
+  // Others meanwhile: long streams that hang up after a chunk or two, and garbage.
+  std::atomic<int> hung_up{0}, refused{0};
+  for (int k = 0; k < 3; ++k)
+    threads.emplace_back([&, k] {
+      int chunks = 0;
+      const Streamed s = post(srv.port, speech(fmt::format("noise{}", k), "alice", {4}, 1 << 20), false,
+                              [&](const json&) { return ++chunks <= k; });
+      hung_up += s.error == httplib::Error::Canceled;
+    });
+  for (int k = 0; k < 2; ++k)
+    threads.emplace_back([&, k] {
+      refused += post(srv.port, k ? std::string("{\"id\": ") : std::string("\x01\xff garbage")).status == 400;
+      Raw raw(srv.port);
+      raw.send("NOT HTTP AT ALL\r\n\r\n");
+      raw.read_until("\r\n\r\n");
+    });
+  for (auto& t : threads) t.join();
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const std::string id = requests[i]["id"];
+    CHECK_MESSAGE(got[i].events == want.at(id), id);
+  }
+  CHECK(hung_up == 3);
+  CHECK(refused == 2);
+  CHECK(eventually([&] { return in_use(srv.port) == 0; }));
+  CHECK(metric(srv.port, R"(mstar_requests_total{outcome="cancelled",cause="disconnect"})") == 3);
+  CHECK(get_json(srv.port, "/v1/health")["status"] == "ok");
+}
+
+TEST_CASE("serve: a client that hangs up cancels its request at once and frees its slot") {
+  const auto d = deployment("tts-demo.yaml", {"resources.voice_kv.max_slots=1"});
+  Running srv(d);
+  SUBCASE("mid-stream") {
+    int chunks = 0;
+    const Streamed s = post(srv.port, speech("long", "alice", {3}, 1 << 24), false, [&](const json& e) {
+      if (chunks == 0) CHECK(in_use(srv.port) == 1);
+      return e["event"] == "chunk" && ++chunks < 2;
+    });
+    CHECK(s.error == httplib::Error::Canceled);
+    CHECK(eventually([&] { return in_use(srv.port) == 0; }));
+    CHECK(metric(srv.port, R"(mstar_requests_total{outcome="cancelled",cause="disconnect"})") == 1);
+    // Its id is free again at once.
+    CHECK(post(srv.port, speech("long", "alice", {1}, 3)).events.back()["reason"] == "max_tokens");
+  }
+  SUBCASE("while it waits for a slot: no event was ever written to it") {
+    std::atomic<bool> stop{false};
+    std::thread holder([&] { post(srv.port, speech("holder", "bob", {3}, 1 << 24), false, [&](const json&) { return !stop; }); });
+    REQUIRE(eventually([&] { return in_use(srv.port) == 1; }));
+    Raw waiter(srv.port);
+    waiter.post(speech("waiter", "alice", {1}, 8));
+    const std::string head = waiter.read_until("\r\n\r\n");  // 200: taken, waiting for the slot
+    CHECK(head.rfind("HTTP/1.1 200", 0) == 0);
+    CHECK(get_json(srv.port, "/v1/models")["models"][0]["requests"]["waiting"] == 1);
+    waiter.close();
+    CHECK(eventually([&] { return get_json(srv.port, "/v1/models")["models"][0]["requests"]["waiting"] == 0; }));
+    CHECK(metric(srv.port, R"(mstar_requests_total{outcome="cancelled",cause="disconnect"})") == 1);
+    stop = true;
+    holder.join();
+    CHECK(eventually([&] { return in_use(srv.port) == 0; }));
+  }
+}
+
+TEST_CASE("serve: 429 with Retry-After when the queue is full") {
+  const auto d = deployment("tts-demo.yaml", {"resources.voice_kv.max_slots=1"});
+  serve::ServeOptions o;
+  o.max_queue = 1;
+  Running srv(d, o);
+  std::atomic<bool> stop{false};
+  std::thread running([&] { post(srv.port, speech("a", "alice", {3}, 1 << 24), false, [&](const json&) { return !stop; }); });
+  REQUIRE(eventually([&] { return in_use(srv.port) == 1; }));
+  Raw waiting(srv.port);
+  waiting.post(speech("b", "alice", {2}, 1 << 24));
+  CHECK(waiting.read_until("\r\n\r\n").rfind("HTTP/1.1 200", 0) == 0);
+  const Streamed c = post(srv.port, speech("c", "alice", {1}, 4));
+  CHECK(c.status == 429);
+  CHECK(c.retry_after == "1");
+  CHECK(json::parse(c.text)["error"].get<std::string>().find("the queue is full") != std::string::npos);
+  CHECK(metric(srv.port, "mstar_requests_refused_busy_total") == 1);
+  // The queue empties when the waiting client hangs up; the next request is taken.
+  waiting.close();
+  REQUIRE(eventually([&] { return get_json(srv.port, "/v1/models")["models"][0]["requests"]["waiting"] == 0; }));
+  stop = true;
+  running.join();
+  CHECK(post(srv.port, speech("c", "alice", {1}, 4)).events.back()["reason"] == "max_tokens");
+}
+
+TEST_CASE("serve: bad requests are refused with a JSON error naming the problem") {
+  const auto d = deployment("tts-demo.yaml");
+  serve::ServeOptions o;
+  o.max_body = 4096;
+  Running srv(d, o);
+  const std::string ok = R"("id": "x", "voice": "alice", "prompt": [1], "max_tokens": 2)";
+  const std::vector<std::tuple<std::string, int, std::string>> cases = {
+      {"not json", 400, "the body is not valid JSON: parse error at line 1, column 2"},
+      {"", 400, "the body is not valid JSON"},
+      {"[1, 2]", 400, "body: a request must be a JSON object, got [1,2]"},
+      {R"({"voice": "alice", "prompt": [1], "max_tokens": 2})", 400, "a request needs a non-empty string 'id'"},
+      {R"({"id": 7, "voice": "alice", "prompt": [1], "max_tokens": 2})", 400, "a request needs a non-empty string 'id'"},
+      {R"({"id": "x", "voice": "nobody", "prompt": [1], "max_tokens": 2})", 400, "request 'x': unknown voice 'nobody'"},
+      {"{" + ok + R"(, "colour": "red"})", 400, "request 'x': unknown field 'colour'"},
+      {R"({"id": "x", "voice": "alice", "prompt": [1], "max_tokens": 0})", 400, "request 'x': 'max_tokens'"},
+      {R"({"id": "x", "voice": "alice", "prompt": [], "max_tokens": 2})", 400, "the prompt is empty"},
+      {"{" + ok + R"(, "sampling": {"temperature": -1}})", 400, "temperature"},
+      {"{" + ok + R"(, "arrival": -1})", 400, "body: 'arrival' must be a step"},
+      {R"({"cancel": "x"})", 400, "close the request's connection to cancel it"},
+      {std::string(100, '['), 400, "the body nests deeper than 32 levels"},
+      {"{" + ok + ", \"pad\": \"" + std::string(5000, 'p') + "\"}", 413, "larger than 4096 bytes (--max-body)"},
+  };
+  for (const auto& [body, status, says] : cases) {
+    const Streamed s = post(srv.port, body);
+    CHECK_MESSAGE(s.status == status, body.substr(0, 80));
+    CHECK_MESSAGE(s.content_type == "application/json", body.substr(0, 80));
+    const json j = json::parse(s.text, nullptr, false);
+    REQUIRE_MESSAGE(j.is_object(), s.text);
+    CHECK_MESSAGE(j["error"].get<std::string>().find(says) != std::string::npos, j["error"].get<std::string>());
+  }
+  // An id already streaming is refused alone; the stream goes on.
+  std::atomic<bool> stop{false};
+  int chunks = 0;
+  std::thread live([&] {
+    post(srv.port, speech("dup", "alice", {2}, 1 << 24), false, [&](const json&) { return ++chunks, !stop; });
+  });
+  REQUIRE(eventually([&] { return chunks > 0; }));
+  const Streamed dup = post(srv.port, speech("dup", "bob", {1}, 2));
+  CHECK(dup.status == 400);
+  CHECK(json::parse(dup.text)["error"] == "request 'dup': a request with this id is already waiting or running");
+  const int before = chunks;
+  CHECK(eventually([&] { return chunks > before; }));
+  stop = true;
+  live.join();
+  // Endpoints that do not exist, and bytes that are not HTTP.
+  httplib::Client c("127.0.0.1", srv.port);
+  auto nope = c.Get("/v1/nope");
+  REQUIRE(nope);
+  CHECK(nope->status == 404);
+  CHECK(json::parse(nope->body)["error"] == "no such endpoint: GET /v1/nope");
+  Raw raw(srv.port);
+  raw.send(std::string("\x16\x03\x01 a TLS hello, say\r\n\r\n"));
+  CHECK(raw.read_until("\r\n\r\n").rfind("HTTP/1.1 400", 0) == 0);
+  // None of it touched the engine's ability to serve.
+  CHECK(post(srv.port, "{" + ok + "}").events.back()["reason"] == "max_tokens");
+}
+
+TEST_CASE("serve: the connection layer holds its limits: head, body however framed, time, connections") {
+  serve::ServeOptions o;
+  o.max_body = 4096;
+  o.read_timeout_s = 1;
+  o.threads_http = 2;
+  Running srv(deployment("tts-demo.yaml"), o);
+  auto error_of = [](const std::string& answer) {
+    const auto b = answer.find("\r\n\r\n");
+    REQUIRE(b != std::string::npos);
+    return json::parse(answer.substr(b + 4))["error"].get<std::string>();
+  };
+  {  // a body over the limit, sent chunked (no Content-Length to refuse it by)
+    Raw raw(srv.port);
+    raw.send("POST /v1/generate HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n");
+    const std::string piece = "{\"id\": \"x\", \"pad\": \"" + std::string(5000, 'p') + "\"}";
+    raw.send(fmt::format("{:x}\r\n{}\r\n0\r\n\r\n", piece.size(), piece));
+    const std::string a = raw.read_until("}\n");
+    CHECK(a.rfind("HTTP/1.1 413", 0) == 0);
+    CHECK(error_of(a) == "the request body is larger than 4096 bytes (--max-body)");
+  }
+  {  // endless chunks: refused once past the limit, without reading them all
+    Raw raw(srv.port);
+    raw.send("POST /v1/generate HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n");
+    for (int i = 0; i < 40; ++i)
+      if (::send(raw.fd, "1000\r\n", 6, MSG_NOSIGNAL) < 0 || ::send(raw.fd, std::string(4096, 'a').c_str(), 4096, MSG_NOSIGNAL) < 0 ||
+          ::send(raw.fd, "\r\n", 2, MSG_NOSIGNAL) < 0)
+        break;
+    const std::string a = raw.read_until("}\n");
+    CHECK(a.rfind("HTTP/1.1 413", 0) == 0);
+  }
+  {  // header lines without end
+    Raw raw(srv.port);
+    raw.send("GET /v1/health HTTP/1.1\r\n");
+    std::string lines;
+    for (int i = 0; i < 4000; ++i) lines += "X-Filler: 0123456789\r\n";  // 88 KB
+    ::send(raw.fd, lines.data(), lines.size(), MSG_NOSIGNAL);
+    const std::string a = raw.read_until("}\n");
+    CHECK(a.rfind("HTTP/1.1 431", 0) == 0);
+    CHECK(error_of(a) == "the request's line and headers are larger than 65536 bytes");
+  }
+  {  // a body that never finishes arriving
+    Raw raw(srv.port);
+    raw.send("POST /v1/generate HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"id\"");
+    const std::string a = raw.read_until("}\n");
+    CHECK(a.rfind("HTTP/1.1 408", 0) == 0);
+    CHECK(error_of(a) == "the request did not arrive within 1 s");
+  }
+  {  // two connections served, two waiting for a thread, the fifth refused at once
+    std::vector<std::unique_ptr<Raw>> idle;
+    for (int i = 0; i < 4; ++i) idle.push_back(std::make_unique<Raw>(srv.port));
+    Raw fifth(srv.port);  // accepted after the four: the backlog is first in, first out
+    const std::string a = fifth.read_until("}\n");
+    CHECK(a.rfind("HTTP/1.1 503", 0) == 0);
+    CHECK(error_of(a) == "too many connections: 2 served and 2 waiting");
+    CHECK(a.find("Retry-After: 1") != std::string::npos);
+  }
+  // The idle connections are gone; the server answers again (polls made
+  // while they held both threads were refused too, hence at least one).
+  CHECK(eventually([&] { return get_json(srv.port, "/v1/health")["status"] == "ok"; }));
+  CHECK(metric(srv.port, "mstar_connections_refused_total") >= 1);
+}
+
+TEST_CASE("serve: /metrics is Prometheus text, and counts what happened") {
+  const auto d = deployment("tts-demo.yaml");
+  Running srv(d);
+  const Streamed s = post(srv.port, speech("m", "alice", {3}, 20));
+  REQUIRE(s.events.size() == 3);
+  post(srv.port, std::string("[]"));
+  // httplib logs a response (where it is counted) after writing it, so the
+  // client can read the 400 before the count moves.
+  CHECK(eventually([&] { return metric(srv.port, R"(mstar_http_responses_total{code="400"})") == 1; }));
+  const std::string text = get_text(srv.port, "/metrics");
+  const std::regex comment(R"(# (HELP|TYPE) [a-zA-Z_:][a-zA-Z0-9_:]* .+)");
+  const std::regex sample(
+      R"([a-zA-Z_:][a-zA-Z0-9_:]*(\{[a-zA-Z_][a-zA-Z0-9_]*="(\\.|[^"\\])*"(,[a-zA-Z_][a-zA-Z0-9_]*="(\\.|[^"\\])*")*\})? -?([0-9]+(\.[0-9]*)?([eE][-+]?[0-9]+)?|\+Inf|NaN))");
+  std::istringstream in(text);
+  int lines = 0;
+  for (std::string line; std::getline(in, line); ++lines)
+    CHECK_MESSAGE((std::regex_match(line, comment) || std::regex_match(line, sample)), line);
+  CHECK(lines > 40);
+  CHECK(metric(text, R"(mstar_requests_total{outcome="done",reason="max_tokens"})") == 1);
+  CHECK(metric(text, R"(mstar_produced_total{unit="tokens"})") == 20);
+  CHECK(metric(text, "mstar_time_to_first_chunk_seconds_count") == 1);
+  CHECK(metric(text, "mstar_step_duration_seconds_count") == 20);
+  CHECK(metric(text, R"(mstar_step_duration_seconds_bucket{le="+Inf"})") == 20);
+  CHECK(metric(text, R"(mstar_resource_capacity{resource="voice_kv",type="bounded_kv",unit="slots"})") == 8);
+  CHECK(metric(text, R"(mstar_resource_in_use{resource="voice_kv",type="bounded_kv",unit="slots"})") == 0);
+  CHECK(metric(text, R"(mstar_resource_bytes{resource="voice_kv",type="bounded_kv",unit="slots"})") > 0);
+  CHECK(metric(text, "mstar_requests_waiting") == 0);
+  CHECK(metric(text, "mstar_requests_running") == 0);
+  CHECK(metric(text, "mstar_resident_memory_bytes") > 1 << 20);
+  CHECK(metric(text, R"(mstar_http_responses_total{code="400"})") == 1);
+  // Buckets are cumulative.
+  double last = 0;
+  for (double le : serve::step_buckets()) {
+    const double v = metric(text, fmt::format("mstar_step_duration_seconds_bucket{{le=\"{}\"}}", le));
+    CHECK(v >= last);
+    last = v;
+  }
+  // /v1/models: the manifest and the resources.
+  const json m = get_json(srv.port, "/v1/models")["models"][0];
+  CHECK(m["name"] == d.model.name);
+  CHECK(m["kind"] == "tts");
+  CHECK(m["architecture"] == d.model.arch->to_json());
+  CHECK(m["resources"][0]["type"] == "bounded_kv");
+  CHECK(m["resources"][0]["capacity"] == 8);
+  CHECK(m["resources"][0]["bytes"].get<int64_t>() > 0);
+  const json h = get_json(srv.port, "/v1/health");
+  CHECK(h["status"] == "ok");
+  CHECK(h["uptime_seconds"].get<double>() > 0);
+}
+
+TEST_CASE("serve: the engine thread sleeps while nothing runs") {
+  const auto d = deployment("tts-demo.yaml");
+  Running srv(d);
+  post(srv.port, speech("w", "alice", {3}, 4));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the OpenMP threads stop spinning
+  auto cpu = [] {
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+           1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+  };
+  const double before = cpu();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  CHECK(cpu() - before < 0.05);  // a thread spinning would use the whole 0.5 s
+}
+
+TEST_CASE("serve: a client that reads too slowly has its request cancelled, and nobody else notices") {
+  const auto d = deployment("tts-demo.yaml");
+  const json fast = sampled(speech("fast", "bob", {2, 3}, 64), 0.8, 30, 11);
+  const auto want = expected(d, {fast});
+  serve::EngineLoop loop(d, {8, 3});
+  serve::Opened slow = loop.open(speech("slow", "alice", {1}, 400));
+  serve::Opened quick = loop.open(fast);
+  REQUIRE(slow.status == 200);
+  REQUIRE(quick.status == 200);
+  CHECK(loop.decide(*slow.stream).status == 200);
+  CHECK(loop.decide(*quick.stream).status == 200);
+  std::vector<json> got;
+  for (serve::Taken t; !t.end;) {
+    t = loop.take(*quick.stream, std::chrono::milliseconds(50));
+    for (auto& e : t.events) got.push_back(e);
+  }
+  CHECK(got == want.at("fast"));
+  REQUIRE(eventually([&] { return loop.snapshot().running == 0; }));
+  CHECK(loop.snapshot().resources[0].in_use == 0);
+  const serve::Taken t = loop.take(*slow.stream, std::chrono::milliseconds(0));
+  CHECK(t.end);
+  REQUIRE(t.events.size() == 4);  // the buffer's three chunks, then the error
+  for (int i = 0; i < 3; ++i) CHECK(t.events[static_cast<size_t>(i)]["event"] == "chunk");
+  CHECK(t.events[3]["event"] == "error");
+  CHECK(t.events[3]["message"] == "request 'slow': cancelled: the client read too slowly (3 events unread)");
+  CHECK(loop.metrics_text().find("mstar_requests_total{outcome=\"cancelled\",cause=\"slow_reader\"} 1") != std::string::npos);
+  loop.close(*slow.stream);
+  loop.close(*quick.stream);
+}
+
+TEST_CASE("serve: an address that cannot be bound is an input error naming it") {
+  const auto d = deployment("tts-demo.yaml");
+  Running first(d);
+  serve::ServeOptions o;
+  o.port = first.port;
+  serve::Server second(d, o);
+  const std::string in_use_message = fmt::format("cannot listen on 127.0.0.1:{}: Address already in use", first.port);
+  CHECK_THROWS_WITH_AS(second.start(), in_use_message.c_str(), InputError);
+  o.host = "no-such-host.invalid";
+  o.port = 0;
+  serve::Server third(d, o);
+  CHECK_THROWS_WITH_AS(third.start(), doctest::Contains("cannot listen on no-such-host.invalid:0"), InputError);
+}
+
+TEST_CASE("serve: shutdown cancels the running streams, or lets them finish within the drain time") {
+  SUBCASE("cancel") {
+    Running srv(deployment("tts-demo.yaml"));
+    Streamed s;
+    std::atomic<bool> started{false};
+    std::thread client([&] { s = post(srv.port, speech("long", "alice", {3}, 1 << 24), false, [&](const json&) { return started = true; }); });
+    REQUIRE(eventually([&] { return started.load(); }));
+    const serve::ShutdownReport r = srv.server.stop();
+    client.join();
+    CHECK(r.open == 1);
+    CHECK(r.cancelled == 1);
+    CHECK(s.events.back()["event"] == "done");
+    CHECK(s.events.back()["reason"] == "cancelled");
+    CHECK(s.error == httplib::Error::Success);  // the stream ended properly, with its last event
+    httplib::Client c("127.0.0.1", srv.port);
+    CHECK(!c.Get("/v1/health"));  // nobody listens any more
+  }
+  SUBCASE("drain") {
+    serve::ServeOptions o;
+    o.drain_seconds = 30;
+    Running srv(deployment("tts-demo.yaml"), o);
+    Streamed s;
+    std::atomic<bool> started{false};
+    std::thread client([&] { s = post(srv.port, speech("short", "alice", {1}, 96), false, [&](const json&) { return started = true; }); });
+    REQUIRE(eventually([&] { return started.load(); }));
+    const serve::ShutdownReport r = srv.server.stop();
+    client.join();
+    CHECK(r.open == 1);
+    CHECK(r.finished == 1);
+    CHECK(r.cancelled == 0);
+    CHECK(s.events.back()["reason"] == "max_tokens");
+  }
+}
