@@ -229,7 +229,7 @@ TEST_CASE("snapshot: a snapshot of a stream under another id, in the same engine
   CHECK(engine->resources().at(0).occupancy().in_use == 0);
 }
 
-TEST_CASE("snapshot: a slot pool of another size is no obstacle; a waiting resume waits for a slot") {
+TEST_CASE("snapshot: a slot pool of another size is no obstacle, and a waiting resume waits for a slot") {
   TempDir dir;
   const std::string snap = dir / "a.snap";
   const std::string sampled = R"({"temperature": 0.8, "seed": 12})";
