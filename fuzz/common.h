@@ -13,9 +13,10 @@
 #include <fstream>
 #include <string>
 
-namespace mstar::fuzz {
-
+// At file scope: the harnesses name paths outside mstar::fuzz too.
 namespace fs = std::filesystem;
+
+namespace mstar::fuzz {
 
 inline const fs::path& source_dir() {
   static const fs::path dir = MSTAR_SOURCE_DIR;

@@ -14,6 +14,7 @@
 #include "core/json_text.h"
 #include "engine/engine.h"
 #include "engine/program.h"
+#include "engine/requests.h"
 #include "engine/run.h"
 
 namespace mstar::fuzz {

@@ -7,6 +7,11 @@
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")
+// clang takes no `#pragma GCC target`; its own scoped attribute does the same
+// (the fuzz preset builds with clang 14).
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
+#endif
 namespace mstar::kernels::avx2 {
 namespace {
 
@@ -59,5 +64,8 @@ struct Vec {
 #define MSTAR_CPU_ISA avx2
 #define MSTAR_CPU_VEC 1
 #include "cpu/attention_cpu_impl.inc"
+#if defined(__clang__)
+#pragma clang attribute pop
+#endif
 #pragma GCC pop_options
 #endif  // off x86-64 nothing here is built, and cpu_units never names it

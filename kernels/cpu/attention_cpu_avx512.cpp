@@ -27,6 +27,11 @@
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq")
+// clang takes no `#pragma GCC target`; its own scoped attribute does the same
+// (the fuzz preset builds with clang 14).
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq"))), apply_to = function)
+#endif
 namespace mstar::kernels::avx512 {
 namespace {
 
@@ -80,6 +85,9 @@ struct Vec {
 #define MSTAR_CPU_ISA avx512
 #define MSTAR_CPU_VEC 1
 #include "cpu/attention_cpu_impl.inc"
+#if defined(__clang__)
+#pragma clang attribute pop
+#endif
 #pragma GCC pop_options
 
 #endif  // off x86-64 nothing here is built, and cpu_units never names it

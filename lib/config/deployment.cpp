@@ -138,7 +138,8 @@ void apply_overrides(const MapEntries& overrides, YamlContext& ctx, ModelManifes
       }
       int64_t value = 0;
       if (!read_yaml(v, ctx, path, value, Range{1, INT32_MAX - 1})) continue;
-      std::visit([&](auto& spec) { patch(spec, path, value, v, ctx); }, decl->spec);
+      const YAML::Node& node = v;  // clang 14 (the fuzz preset) cannot capture a structured binding, as C++20 allows
+      std::visit([&](auto& spec) { patch(spec, path, value, node, ctx); }, decl->spec);
     }
   }
 }
