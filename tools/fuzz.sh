@@ -6,7 +6,8 @@
 #   tools/fuzz.sh HOURS             every harness for HOURS / 10 hours, in turn
 #   tools/fuzz.sh --seconds N [--only NAME]...   every (or the named) harness for N s
 #
-# Builds the fuzz preset first (clang 14, tools/install-deps.sh installs it).
+# Builds what it runs with the fuzz preset first: the harnesses and mstar-run
+# (clang 14; tools/install-deps.sh installs it).
 # Corpora grow in build/fuzz/corpus/NAME across runs; a crash, leak, timeout
 # or sanitizer report leaves its input in build/fuzz/artifacts/ and fails the
 # run (exit 1). Every run appends its executions to build/fuzz/executions.tsv
@@ -20,7 +21,7 @@ only=()
 case "${1:-}" in
   --ci) shift ;;
   --seconds) seconds="$2"; shift 2 ;;
-  ''|-h|--help) sed -n '2,16p' "$0"; exit 2 ;;
+  ''|-h|--help) sed -n '2,15p' "$0"; exit 2 ;;
   *) seconds=$(awk -v h="$1" 'BEGIN { printf "%d", h * 3600 / 10 }'); shift ;;
 esac
 while [ $# -gt 0 ]; do
@@ -35,7 +36,9 @@ harnesses=(fuzz_deployment fuzz_manifest fuzz_set fuzz_requests fuzz_safetensors
 [ ${#only[@]} -gt 0 ] && harnesses=("${only[@]}")
 
 cmake --preset fuzz >/dev/null
-cmake --build --preset fuzz
+# Only what this script runs: the harnesses, and mstar-run for the snapshot
+# seeds (the other programs and libraries would only cost CI time).
+cmake --build --preset fuzz --target "${harnesses[@]}" mstar-run
 
 root=build/fuzz
 bin=$root/fuzz
