@@ -40,7 +40,7 @@ struct CpuUnits {
   void (*ring)(const RingAttentionParams& p, int32_t r, int32_t h, const CpuScratch& s);
 };
 
-// Each body's definitions (attention_cpu_<isa>.cpp; only generic off x86-64).
+// Each body's definitions (ops_cpu_<isa>.cpp; only generic off x86-64).
 #define MSTAR_CPU_UNITS                                                                         \
   void bounded_unit(const BoundedAttentionParams& p, int32_t r, int32_t h, const CpuScratch& s); \
   void ring_unit(const RingAttentionParams& p, int32_t r, int32_t h, const CpuScratch& s);

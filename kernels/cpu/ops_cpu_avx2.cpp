@@ -1,6 +1,8 @@
-// The trunk ops' bodies (matrix product, elementwise) for processors with
-// AVX2, FMA and F16C, chosen at run time (cpu_supports in isa.cpp).
+// The cpu backend's bodies (matrix product, elementwise, attention) for
+// processors with AVX2, FMA and F16C, chosen at run time (cpu_supports in
+// isa.cpp): 8 f32 lanes, 16 registers.
 #include "core/dtype.h"
+#include "cpu/attention_cpu.h"
 #include "cpu/elementwise_cpu.h"
 #include "cpu/matmul_cpu.h"
 
@@ -18,6 +20,7 @@
 #include "cpu/vec.inc"
 #include "cpu/matmul_cpu_impl.inc"
 #include "cpu/elementwise_cpu_impl.inc"
+#include "cpu/attention_cpu_impl.inc"
 #if defined(__clang__)
 #pragma clang attribute pop
 #endif

@@ -1,6 +1,23 @@
-// The trunk ops' bodies (matrix product, elementwise) for processors with
-// AVX-512 (F, BW, VL, DQ), chosen at run time (cpu_supports in isa.cpp).
+// The cpu backend's bodies (matrix product, elementwise, attention) for
+// processors with AVX-512 (F, BW, VL, DQ), chosen at run time (cpu_supports in
+// isa.cpp): 16 f32 lanes, 32 registers.
+//
+// The avx512_bf16 level runs these same bodies. A bf16 pair dot product
+// (vdpbf16ps) for attention's q.k over bf16 caches was written and measured
+// (hd 128, 32/8 heads, 4,096 entries, hot, one thread, medians of 8
+// interleaved runs on the 2-core AMD EPYC of docs/PERFORMANCE.md):
+//   - queries rounded to bf16: about 12% faster than this body, but the
+//     outputs moved by up to 1.5e-2 from the reference (3e-4 at softmax scale
+//     1/sqrt(D), 1.5e-2 at the ring test's 0.3), far outside the cpu
+//     backend's 1e-4 against the reference for every dtype;
+//   - queries split into bf16 high + low parts (two pair products, exact in
+//     f32): within 1.4e-5, but no faster than this body (within the noise):
+//     it trades the key conversion for a second multiply-add per pair, and
+//     the multiply-adds were the bound.
+// Decode is bound by memory, not by q.k, so neither was kept. The matrix
+// product keeps f32 activations for the same reason (matmul_cpu.h).
 #include "core/dtype.h"
+#include "cpu/attention_cpu.h"
 #include "cpu/elementwise_cpu.h"
 #include "cpu/matmul_cpu.h"
 
@@ -22,6 +39,7 @@
 #include "cpu/vec.inc"
 #include "cpu/matmul_cpu_impl.inc"
 #include "cpu/elementwise_cpu_impl.inc"
+#include "cpu/attention_cpu_impl.inc"
 #if defined(__clang__)
 #pragma clang attribute pop
 #endif

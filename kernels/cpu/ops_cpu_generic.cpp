@@ -1,5 +1,7 @@
-// The trunk ops' bodies (matrix product, elementwise) for any processor.
+// The cpu backend's bodies (matrix product, elementwise, attention) for any
+// processor.
 #include "core/dtype.h"
+#include "cpu/attention_cpu.h"
 #include "cpu/elementwise_cpu.h"
 #include "cpu/matmul_cpu.h"
 
@@ -7,3 +9,4 @@
 #include "cpu/vec.inc"
 #include "cpu/matmul_cpu_impl.inc"
 #include "cpu/elementwise_cpu_impl.inc"
+#include "cpu/attention_cpu_impl.inc"

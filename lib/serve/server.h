@@ -95,10 +95,10 @@ class Server {
 };
 
 // SIGINT and SIGTERM as a shutdown request. Construct it early in main: it
-// installs handlers (process-wide; any thread may take the signal, OpenBLAS
-// starts threads before main, so blocking the signals in main is not
-// enough). A signal that comes while the model loads is acted on once the
-// server runs; a second one ends the process at once.
+// installs handlers (process-wide: any thread may take the signal, the
+// HTTP server's and the thread pool's included). A signal that comes while
+// the model loads is acted on once the server runs; a second one ends the
+// process at once.
 class ShutdownSignals {
  public:
   ShutdownSignals();
