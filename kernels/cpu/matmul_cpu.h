@@ -23,7 +23,7 @@ enum class MatmulPath : unsigned char { panels, packed };
 
 // Rows at or under this take the panels, above it the packed path; measured
 // with `mstar-bench matmul` (docs/PERFORMANCE.md, "Matrix products").
-constexpr int64_t kPanelMaxRows = 32;
+constexpr int64_t kPanelMaxRows = 64;
 inline MatmulPath matmul_path(int64_t rows) { return rows <= kPanelMaxRows ? MatmulPath::panels : MatmulPath::packed; }
 
 // Output columns per panel: one task of the pool.
