@@ -1,8 +1,11 @@
-// mstar-bench memory | kernels | run CONFIG | stream CONFIG
+// mstar-bench memory | kernels | run CONFIG | stream CONFIG | checkpoint FOLDER | tokenize TOKENIZER FILE | soak CONFIG
 // Profiles kernels and whole runs against the machine's measured memory
 // bandwidth. Reports only: nothing here fails on a time. Tables print as
 // markdown by default, --json or --csv on request; --plot FILE.svg draws the
-// kernels' bandwidth fractions or the stream comparison.
+// kernels' bandwidth fractions, the stream comparison or the soak's curves.
+// soak is the one that fails (exit 2): on a lost request, a slot not
+// returned, or resident memory growing after warm-up (bench/soak.h).
+#include <charconv>
 #include <fstream>
 #include <iostream>
 
@@ -20,10 +23,14 @@
 #include "bench/machine.h"
 #include "bench/memory.h"
 #include "bench/report.h"
+#include "bench/soak.h"
 #include "bench/svg.h"
 #include "config/yaml_read.h"
 #include "config/yaml_source.h"
+#include "core/checked.h"
 #include "core/errors.h"
+#include "core/files.h"
+#include "resources/options.h"
 #include "tokenizer/throughput.h"
 
 using namespace mstar;
@@ -31,13 +38,19 @@ using namespace mstar::bench;
 
 namespace {
 
-std::vector<int64_t> parse_list(const std::string& s) {
+// "1,4,16": positive integers for `option`; anything else is a ConfigError
+// naming the option and the item.
+std::vector<int64_t> parse_list(const std::string& s, const char* option) {
   std::vector<int64_t> out;
   size_t start = 0;
   while (start <= s.size()) {
-    const size_t comma = s.find(',', start);
-    out.push_back(std::stoll(s.substr(start, comma - start)));
-    if (comma == std::string::npos) break;
+    const size_t comma = std::min(s.find(',', start), s.size());
+    const std::string item = s.substr(start, comma - start);
+    int64_t v = 0;
+    const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+    if (item.empty() || ec != std::errc() || end != item.data() + item.size() || v < 1 || v > (int64_t{1} << 30))
+      throw ConfigError(fmt::format("{} '{}': '{}' is not a count in [1, {}]", option, s, item, int64_t{1} << 30));
+    out.push_back(v);
     start = comma + 1;
   }
   return out;
@@ -80,9 +93,9 @@ std::vector<KernelShape> read_sweep(const std::string& path) {
 }
 
 void write_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path);
-  if (!out) throw InputError(fmt::format("{}: cannot be written", path));
-  out << text;
+  OutputFile out{std::filesystem::path(path)};
+  out.write(text);
+  out.close();
 }
 
 }  // namespace
@@ -101,7 +114,7 @@ int main(int argc, char** argv) {
   int64_t mib = 512;
   std::string memory_backend = "cpu";
   auto* memory = app.add_subcommand("memory", "STREAM-style copy and triad bandwidth, all threads (or the GPU's)");
-  memory->add_option("--threads", threads, "threads")->check(CLI::PositiveNumber);
+  memory->add_option("--threads", threads, "threads")->check(CLI::Range(1, 1024));
   memory->add_option("--mib", mib, "MiB per array (far beyond the caches)")->check(CLI::PositiveNumber);
   memory->add_option("--repeats", repeats, "repeats")->check(CLI::PositiveNumber);
   memory->add_option("--backend", memory_backend, "cpu (host memory) or cuda (the GPU's memory)")
@@ -121,7 +134,7 @@ int main(int argc, char** argv) {
   kern->add_option("--q-tokens", shape.q_tokens, "query tokens per row (ring: tokens per frame)")->check(CLI::PositiveNumber);
   kern->add_option("--batch", shape.batch, "rows")->check(CLI::PositiveNumber);
   kern->add_option("--dtype", dtype, "KV dtype")->check(CLI::IsMember({"f32", "f16", "bf16"}));
-  kern->add_option("--threads", kthreads, "threads")->check(CLI::PositiveNumber);
+  kern->add_option("--threads", kthreads, "threads")->check(CLI::Range(1, 1024));
   kern->add_option("--repeats", krepeats, "timed calls per row")->check(CLI::PositiveNumber);
   kern->add_option("--backend", backends, "all (every backend this machine runs), reference, cpu or cuda")
       ->check(CLI::IsMember({"all", "reference", "cpu", "cuda"}));
@@ -192,11 +205,30 @@ int main(int argc, char** argv) {
   stream->add_option("--lengths", lengths, "stream lengths, comma-separated");
   stream->add_option("--probe", probe, "decode steps timed at each length")->check(CLI::PositiveNumber);
 
+  SoakOptions soak_options;
+  std::string soak_csv_path;
+  auto* soak_cmd = app.add_subcommand("soak", "a deployment under random traffic for minutes: fails on a lost request, "
+                                              "a slot not returned or resident memory growing after warm-up");
+  soak_cmd->add_option("config", config, "deployment YAML")->required();
+  soak_cmd->add_option("--set", sets, "dotted.key=value overrides");
+  soak_cmd->add_option("--minutes", soak_options.minutes, "how long to run")->check(CLI::Range(0.05, 10000.0));
+  soak_cmd->add_option("--warmup-minutes", soak_options.warmup_minutes, "warm-up before memory must stay flat (at most a fifth of the run)")
+      ->check(CLI::Range(0.0, 10000.0));
+  soak_cmd->add_option("--seed", soak_options.seed, "seed of the random traffic");
+  soak_cmd->add_option("--samples", soak_csv_path, "write the per-second samples here as CSV");
+
   if (auto rc = mstar::cli::parse(app, argc, argv)) return *rc;
   const Format fmt_out = as_json ? Format::json : as_csv ? Format::csv : Format::markdown;
   return mstar::cli::guarded("mstar-bench", [&] {
     const Machine m = machine();
     if (fmt_out == Format::markdown) fmt::print("machine: {}\n\n", to_string(m));
+    if (*memory) {
+      // Three arrays of --mib each, checked before they are allocated (the
+      // GPU's allocator refuses what its memory cannot hold).
+      const auto bytes = checked_product({3, mib, int64_t{1} << 20});
+      check_fits_memory(fmt::format("--mib {} (three arrays)", mib), bytes.value_or(UINT64_MAX),
+                        memory_backend == "cuda" ? Backend::cuda : Backend::cpu);
+    }
     if (*memory && memory_backend == "cuda") {
       const DeviceBandwidth b = measure_device_bandwidth(mib << 20, repeats);
       Table t{{"device", "array_mib", "copy_gbs", "triad_gbs", "copy_median_gbs", "triad_median_gbs"},
@@ -283,7 +315,7 @@ int main(int argc, char** argv) {
                "of_bandwidth", "gflops"},
               {}};
       const Neighbours busy(neighbours);
-      for (int64_t rows : parse_list(mrows)) {
+      for (int64_t rows : parse_list(mrows, "--rows")) {
         mshape.rows = rows;
         for (bool cold : {false, true}) {
           if ((cold && cache == "hot") || (!cold && cache == "cold")) continue;
@@ -304,14 +336,13 @@ int main(int argc, char** argv) {
         t.rows.push_back({r.setting, r.vocab, r.median_us, r.max_us});
       std::cout << render(t, fmt_out);
     } else if (*run) {
+      const std::vector<int64_t> stream_counts = parse_list(streams, "--streams");  // refused before anything runs
       const ResolvedDeployment d = resolve_or_throw(config, sets);
       std::cout << render(bench_run(d, rrepeats), fmt_out);
       if (fmt_out == Format::markdown) std::cout << "\n";
-      std::cout << render(bench_concurrency(config, sets, parse_list(streams), tokens), fmt_out);
+      std::cout << render(bench_concurrency(config, sets, stream_counts, tokens), fmt_out);
     } else if (*tokenize) {
-      std::ifstream in(text_file, std::ios::binary);
-      if (!in) throw InputError(fmt::format("{}: cannot be read", text_file));
-      const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      const std::string text = read_file(text_file, std::size_t{1} << 30, text_file);
       const EncodeThroughput r = measure_encode(Tokenizer::from_file(tokenizer_path), text, tpasses, true);
       std::cout << render(Table{{"bytes", "tokens", "median_ms", "mb_per_s"},
                                 {{static_cast<int64_t>(r.bytes), static_cast<int64_t>(r.tokens), r.median_s * 1e3,
@@ -320,17 +351,28 @@ int main(int argc, char** argv) {
     } else if (*ckpt) {
       copt.backend = parse_backend(cbackend, "--backend");
       copt.kv_dtype = parse_dtype(ckv, "--kv-dtype");
-      copt.streams = cstreams.empty() ? std::vector<int64_t>{} : parse_list(cstreams);
-      if (!depths.empty()) copt.depths = parse_list(depths);
+      copt.streams = cstreams.empty() ? std::vector<int64_t>{} : parse_list(cstreams, "--streams");
+      if (!depths.empty()) copt.depths = parse_list(depths, "--depths");
       const CheckpointBench b = bench_checkpoint(folder, copt);
       for (const Table* t : {&b.load, &b.sweep, &b.depths, &b.prefill}) {
         if (t->rows.empty()) continue;
         if (t != &b.load && fmt_out == Format::markdown) std::cout << "\n";
         std::cout << render(*t, fmt_out);
       }
+    } else if (*soak_cmd) {
+      const ResolvedDeployment d = resolve_or_throw(config, sets);
+      const SoakResult r = soak(d, soak_options);
+      std::cout << render(soak_table(r, soak_options), fmt_out);
+      if (!soak_csv_path.empty()) write_file(soak_csv_path, soak_csv(r));
+      if (!plot.empty()) write_file(plot, soak_svg(r, std::filesystem::path(config).filename().string()));
+      if (!r.problems.empty()) {
+        for (const std::string& p : r.problems) fmt::print(stderr, "mstar-bench soak: {}\n", p);
+        fmt::print(stderr, "mstar-bench soak: FAILED\n");
+        return mstar::cli::kInternal;
+      }
     } else if (*stream) {
       const ResolvedDeployment d = resolve_or_throw(config, sets);
-      const auto points = bench_stream(d, parse_list(lengths), probe);
+      const auto points = bench_stream(d, parse_list(lengths, "--lengths"), probe);
       std::cout << render(stream_table(points), fmt_out);
       if (!plot.empty()) {
         Series bt{"bounded (sink + window)", "#2a7", {}, {}}, ft{"full history", "#c33", {}, {}};

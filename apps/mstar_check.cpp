@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "cli.h"
+#include "core/json_text.h"
 #include "config/memory_plan.h"
 #include "engine/program.h"
 
@@ -38,7 +39,8 @@ int main(int argc, char** argv) {
       if (json) plans.push_back(plan);
       else std::cout << (&path == &configs.front() ? "" : "\n") << mstar::memory_plan_text(plan);
     }
-    if (json) std::cout << (configs.size() == 1 && !plans.empty() ? plans[0] : plans).dump(2) << "\n";
+    // Paths and keys may hold bytes that are not UTF-8: they print as U+FFFD.
+    if (json) std::cout << mstar::dump_json(configs.size() == 1 && !plans.empty() ? plans[0] : plans, 2) << "\n";
     return rc;
   });
 }

@@ -12,6 +12,8 @@
 #include <fmt/format.h>
 
 #include "cli.h"
+#include "core/files.h"
+#include "core/json_text.h"
 #include "engine/engine.h"
 #include "engine/program.h"
 #include "engine/run.h"
@@ -54,23 +56,24 @@ int main(int argc, char** argv) {
       std::cerr << diags.str();
       return mstar::cli::kInvalid;
     }
-    std::ofstream file;
-    if (!out_path.empty()) {
-      file.open(out_path);
-      if (!file) throw mstar::InputError(fmt::format("--out {}: cannot be written", out_path));
-    }
-    std::ostream& out = out_path.empty() ? std::cout : file;
+    // Every event write is checked: a full disk or a closed pipe ends the
+    // run with exit 1 instead of losing events.
+    mstar::OutputFile out = out_path.empty() ? mstar::OutputFile::standard_output() : mstar::OutputFile(out_path);
     std::vector<mstar::RequestLine> lines;
     if (requests.empty()) {
       lines = mstar::workload_lines(*resolved);
     } else if (requests == "-") {
-      lines = mstar::read_request_lines(std::cin);
+      lines = mstar::read_request_lines(std::cin, "--requests -");
     } else {
-      std::ifstream in(requests);
-      if (!in) throw mstar::InputError(fmt::format("--requests {}: cannot be read", requests));
-      lines = mstar::read_request_lines(in);
+      const std::string name = "--requests " + requests;
+      std::ifstream in = mstar::open_input(requests, name);
+      lines = mstar::read_request_lines(in, name);
     }
-    if (!frames_dir.empty()) std::filesystem::create_directories(frames_dir);
+    if (!frames_dir.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(frames_dir, ec);
+      if (ec) throw mstar::InputError(fmt::format("--frames-dir {}: cannot be created: {}", frames_dir, ec.message()));
+    }
     mstar::RunOptions options;
     if (isatty(STDERR_FILENO))
       options.on_step = [](const mstar::Engine& e) {
@@ -80,26 +83,25 @@ int main(int argc, char** argv) {
                    t > 0 ? static_cast<double>(s.produced) / t : 0.0, s.unit, s.requests_done, s.requests_failed);
       };
     auto engine = mstar::Engine::create(*resolved);
+    options.after_step = [&] { out.flush(); };
     const auto stats = mstar::run_lines(*engine, std::move(lines), options, [&](const mstar::Event& e) {
-      out << e.body.dump() << "\n";
-      if (!out) throw mstar::InputError(fmt::format("{}: writing an event failed", out_path.empty() ? "standard output" : out_path));
+      out.write(mstar::dump_json(e.body) + "\n");
       if (frames_dir.empty() || e.latents.empty()) return;
       const auto path = std::filesystem::path(frames_dir) /
                         fmt::format("{}-{:06}.f32", file_name_of(e.body["id"].get<std::string>()), e.body["frame"].get<int64_t>());
-      std::ofstream f(path, std::ios::binary);
-      f.write(reinterpret_cast<const char*>(e.latents.data()), static_cast<std::streamsize>(e.latents.size() * sizeof(float)));
-      if (!f) throw mstar::InputError(fmt::format("--frames-dir: writing {} failed", path.string()));
+      mstar::OutputFile f(path);
+      f.write(std::string_view(reinterpret_cast<const char*>(e.latents.data()), e.latents.size() * sizeof(float)));
+      f.close(false);  // one file per frame: a sync each would cost more than the frame
     });
     if (isatty(STDERR_FILENO)) fmt::print(stderr, "\n");
     if (json) {
       auto j = stats.to_json();
       j["event"] = "stats";
-      out << j.dump() << "\n";
+      out.write(mstar::dump_json(j) + "\n");
     } else {
       std::cerr << stats.table();
     }
-    out.flush();
-    if (!out) throw mstar::InputError(fmt::format("{}: writing the events failed", out_path.empty() ? "standard output" : out_path));
+    out.close();
     return mstar::cli::kOk;
   });
 }

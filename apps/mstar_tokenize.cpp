@@ -21,6 +21,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli.h"
+#include "core/files.h"
+#include "core/json_text.h"
 #include "core/errors.h"
 #include "tokenizer/throughput.h"
 #include "tokenizer/tokenizer.h"
@@ -34,24 +36,20 @@ std::vector<int32_t> ids_from_json(const nlohmann::json& j, const std::string& w
   for (size_t i = 0; i < j.size(); ++i) {
     const auto& v = j[i];
     if (!v.is_number_integer() || v.get<int64_t>() < INT32_MIN || v.get<int64_t>() > INT32_MAX)
-      throw mstar::InputError(fmt::format("{}: element {} is not a token id: {}", where, i, v.dump()));
+      throw mstar::InputError(fmt::format("{}: element {} is not a token id: {}", where, i, mstar::json_excerpt(v)));
     ids.push_back(static_cast<int32_t>(v.get<int64_t>()));
   }
   return ids;
 }
 
-nlohmann::json parse_input(const std::string& s, const std::string& where) {
-  try {
-    return nlohmann::json::parse(s);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw mstar::InputError(fmt::format("{}: not valid JSON: {}", where, e.what()));
-  }
-}
+// Input is text a person or a program wrote: bounded in depth like every
+// JSON mstar reads (core/json_text.h), and in size below.
+nlohmann::json parse_input(const std::string& s, const std::string& where) { return mstar::parse_json(s, where); }
+
+constexpr std::size_t kMaxInputBytes = std::size_t{1} << 30;
 
 int bench(const mstar::Tokenizer& tok, const std::string& file, int passes, bool special) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw mstar::InputError(fmt::format("{}: cannot be read", file));
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string text = mstar::read_file(file, kMaxInputBytes, file);
   const mstar::EncodeThroughput r = mstar::measure_encode(tok, text, passes, special);
   fmt::print("{}: {} bytes, {} tokens, encode {:.2f} MB/s (median of {} passes, {:.1f} ms each)\n", file, r.bytes,
              r.tokens, r.mb_per_s(), passes, r.median_s * 1e3);
@@ -79,29 +77,32 @@ int main(int argc, char** argv) {
   return mstar::cli::guarded("mstar-tokenize", [&] {
     const mstar::Tokenizer tok = mstar::Tokenizer::from_file(model);
     if (!bench_file.empty()) return bench(tok, bench_file, passes, !no_special);
-    std::ios::sync_with_stdio(false);
+    // Every write is checked: output lost to a full disk or a closed pipe is an error.
+    mstar::OutputFile out = mstar::OutputFile::standard_output();
     if (jsonl) {
       std::string line;
-      for (size_t n = 1; std::getline(std::cin, line); ++n) {
-        const std::string where = fmt::format("stdin line {}", n);
+      mstar::LineReader lines(std::cin, "stdin", kMaxInputBytes, kMaxInputBytes);
+      while (lines.next(line)) {
+        const std::string where = fmt::format("stdin line {}", lines.line_number());
         const nlohmann::json j = parse_input(line, where);
         if (decode) {
           const auto ids = ids_from_json(j, where);
-          std::cout << nlohmann::json(tok.decode(ids, no_special)).dump() << '\n';
+          out.write(mstar::dump_json(nlohmann::json(tok.decode(ids, no_special))) + '\n');
         } else {
           if (!j.is_string()) throw mstar::InputError(fmt::format("{}: expected a JSON string", where));
-          std::cout << nlohmann::json(tok.encode(j.get<std::string>(), !no_special)).dump() << '\n';
+          out.write(mstar::dump_json(nlohmann::json(tok.encode(j.get<std::string>(), !no_special))) + '\n');
         }
       }
+      out.close();
       return mstar::cli::kOk;
     }
-    std::stringstream ss;
-    ss << std::cin.rdbuf();
+    const std::string input = mstar::read_stream(std::cin, kMaxInputBytes, "stdin");
     if (decode) {
-      std::cout << tok.decode(ids_from_json(parse_input(ss.str(), "stdin"), "stdin"), no_special);
+      out.write(tok.decode(ids_from_json(parse_input(input, "stdin"), "stdin"), no_special));
     } else {
-      std::cout << nlohmann::json(tok.encode(ss.str(), !no_special)).dump() << '\n';
+      out.write(mstar::dump_json(nlohmann::json(tok.encode(input, !no_special))) + '\n');
     }
+    out.close();
     return mstar::cli::kOk;
   });
 }

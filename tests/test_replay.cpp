@@ -105,6 +105,6 @@ TEST_CASE("golden trace: ring rollouts with denoising passes, padding and refusa
 TEST_CASE("a malformed trace is refused with the place named") {
   json trace = load("streaming_llm_means.json");
   trace["steps"][0]["rows"][0]["v"] = json::array({json::array({json::array({json::array({3.0})})})});
-  CHECK_THROWS_WITH_AS(replay_trace(trace, {}), "trace steps[0].rows[0].v[0]: expected an array of 2 at depth 0, got 1 entries",
+  CHECK_THROWS_WITH_AS(replay_trace(trace, {}), "trace steps[0].rows[0].v: has 1 tokens but the row's span is 2",
                        InputError);
 }

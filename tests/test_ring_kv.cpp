@@ -246,7 +246,7 @@ TEST_CASE("ring config: sizes and validation messages") {
   CHECK(error_of(c) == "world.kv: layers[1].ring_buckets must be in [1, ring_frames = 8], got 9");
   c = small_config();
   c.layers[0].pinned_dilation = 0;
-  CHECK(error_of(c) == "world.kv: layers[0].pinned_dilation must be at least 1, got 0");
+  CHECK(error_of(c) == "world.kv: layers[0].pinned_dilation must be in [1, 1073741824], got 0");
   c = small_config();
   c.tokens_per_frame = -1;
   CHECK(error_of(c) == "world.kv: tokens_per_frame must be at least 1, got -1");

@@ -353,6 +353,8 @@ TEST_CASE("serve: bad requests are refused with a JSON error naming the problem"
       {"{" + ok + R"(, "sampling": {"temperature": -1}})", 400, "temperature"},
       {"{" + ok + R"(, "arrival": -1})", 400, "body: 'arrival' must be a step"},
       {R"({"cancel": "x"})", 400, "close the request's connection to cancel it"},
+      {R"({"op": "snapshot", "id": "x", "path": "/tmp/x.snap"})", 400, "snapshots and resumes are not taken here"},
+      {R"({"op": "resume", "path": "/etc/passwd"})", 400, "snapshots and resumes are not taken here"},
       {std::string(100, '['), 400, "the body nests deeper than 32 levels"},
       {"{" + ok + ", \"pad\": \"" + std::string(5000, 'p') + "\"}", 413, "larger than 4096 bytes (--max-body)"},
   };

@@ -4,10 +4,14 @@
 # missing the script prints nothing and touches no package list.
 set -euo pipefail
 
+# clang-14 and libclang-rt-14-dev build the fuzz preset (libFuzzer with
+# AddressSanitizer and UndefinedBehaviorSanitizer); libxxhash-dev checksums
+# snapshots.
 packages=(
   build-essential cmake ninja-build pkg-config git
   libcli11-dev libyaml-cpp-dev libfmt-dev nlohmann-json3-dev doctest-dev
-  libopenblas-dev libpcre2-dev libutf8proc-dev python3-numpy libcpp-httplib-dev
+  libopenblas-dev libpcre2-dev libutf8proc-dev libxxhash-dev python3-numpy libcpp-httplib-dev
+  clang-14 libclang-rt-14-dev
 )
 
 missing=()

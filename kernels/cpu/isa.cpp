@@ -2,13 +2,30 @@
 
 #include <initializer_list>
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
 namespace mstar::kernels {
+
+#if defined(__x86_64__)
+namespace {
+
+// F16C from CPUID leaf 1 (ECX bit 29): clang 14, the fuzz preset's compiler,
+// does not take "f16c" as a __builtin_cpu_supports feature.
+bool has_f16c() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) != 0;
+}
+
+}  // namespace
+#endif
 
 bool cpu_supports(CpuIsa isa) {
 #if defined(__x86_64__)
   __builtin_cpu_init();
   const bool avx2 =
-      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c();
   const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
   switch (isa) {

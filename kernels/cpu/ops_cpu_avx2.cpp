@@ -10,11 +10,19 @@
 #include <immintrin.h>
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")
+// clang takes no `#pragma GCC target`; its own scoped attribute does the same
+// (the fuzz preset builds with clang 14).
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
+#endif
 #define MSTAR_CPU_AVX2 1
 #define MSTAR_CPU_ISA avx2
 #include "cpu/vec.inc"
 #include "cpu/matmul_cpu_impl.inc"
 #include "cpu/elementwise_cpu_impl.inc"
 #include "cpu/attention_cpu_impl.inc"
+#if defined(__clang__)
+#pragma clang attribute pop
+#endif
 #pragma GCC pop_options
 #endif  // off x86-64 nothing here: the dispatchers never name these bodies there

@@ -25,6 +25,11 @@
 #include <immintrin.h>
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq")
+// clang takes no `#pragma GCC target`; its own scoped attribute does the same
+// (the fuzz preset builds with clang 14).
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq"))), apply_to = function)
+#endif
 // GCC 12's AVX-512 headers start some conversions from a deliberately
 // undefined register (_mm512_undefined_*), which -Wuninitialized reports.
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -35,5 +40,8 @@
 #include "cpu/matmul_cpu_impl.inc"
 #include "cpu/elementwise_cpu_impl.inc"
 #include "cpu/attention_cpu_impl.inc"
+#if defined(__clang__)
+#pragma clang attribute pop
+#endif
 #pragma GCC pop_options
 #endif  // off x86-64 nothing here: the dispatchers never name these bodies there

@@ -90,12 +90,11 @@ Table bench_run(const ResolvedDeployment& d, int repeats) {
   for (int r = 0; r < repeats; ++r) {
     auto engine = Engine::create(d);
     const RunStats s = run_lines(*engine, workload_lines(d), {}, [](const Event&) {});
-    double host = 0, step = 0;
-    for (size_t i = 0; i < s.step_ms.size(); ++i) host += s.host_ms[i], step += s.step_ms[i];
+    const double host = s.host_ms.sum(), step = s.step_ms.sum();
     const double rate = static_cast<double>(s.produced) / s.seconds;
     rates.push_back(rate);
-    t.rows.push_back({r + 1, s.requests_done, s.produced, rate, percentile(s.step_ms, 50), percentile(s.step_ms, 95),
-                      percentile(s.step_ms, 99), percentile(s.first_chunk_ms, 50), percentile(s.first_chunk_ms, 95),
+    t.rows.push_back({r + 1, s.requests_done, s.produced, rate, s.step_ms.percentile(50), s.step_ms.percentile(95),
+                      s.step_ms.percentile(99), s.first_chunk_ms.percentile(50), s.first_chunk_ms.percentile(95),
                       step > 0 ? host / step : 0.0, static_cast<double>(s.peak_rss_bytes) / (1 << 20)});
   }
   std::sort(rates.begin(), rates.end());
@@ -124,11 +123,10 @@ Table bench_concurrency(const std::filesystem::path& config, const std::vector<s
     const ResolvedDeployment d = resolve_or_throw(config, s);
     auto engine = Engine::create(d);
     const RunStats st = run_lines(*engine, workload_lines(d), {}, [](const Event&) {});
-    double host = 0, step = 0;
-    for (size_t i = 0; i < st.step_ms.size(); ++i) host += st.host_ms[i], step += st.step_ms[i];
+    const double host = st.host_ms.sum(), step = st.step_ms.sum();
     const double agg = static_cast<double>(st.produced) / st.seconds;
-    t.rows.push_back({n, st.produced, agg, agg / static_cast<double>(n), percentile(st.step_ms, 50),
-                      percentile(st.host_ms, 50), step > 0 ? host / step : 0.0});
+    t.rows.push_back({n, st.produced, agg, agg / static_cast<double>(n), st.step_ms.percentile(50),
+                      st.host_ms.percentile(50), step > 0 ? host / step : 0.0});
   }
   return t;
 }

@@ -10,7 +10,9 @@
 
 #include "bounded_kv.h"
 #include "core/allocator.h"
+#include "core/checked.h"
 #include "core/errors.h"
+#include "resources/options.h"
 #include "resources/ring_kv/manager.h"
 #include "resources/staging.h"
 
@@ -192,7 +194,38 @@ KernelResult bench_ring(const KernelShape& s, Backend backend, bool cold, int re
 
 }  // namespace
 
+void check_kernel_shape(const KernelShape& s, Backend backend) {
+  const std::string shape = fmt::format("--kv-len {}, --sink {}, --q-tokens {}, --batch {}, --kv-heads {}, --q-heads {}, "
+                                        "--head-dim {}, {}",
+                                        s.kv_len, s.sink, s.q_tokens, s.batch, s.kv_heads, s.q_heads, s.head_dim,
+                                        to_string(s.dtype));
+  for (auto [name, v] : {std::pair<const char*, int64_t>{"--kv-len", s.kv_len}, {"--q-tokens", s.q_tokens},
+                         {"--batch", s.batch}, {"--kv-heads", s.kv_heads}, {"--q-heads", s.q_heads},
+                         {"--head-dim", s.head_dim}})
+    if (v < 1) throw ConfigError(fmt::format("{} must be at least 1, got {}", name, v));
+  if (s.sink < 0) throw ConfigError(fmt::format("--sink must not be negative, got {}", s.sink));
+  if (s.threads < 1) throw ConfigError(fmt::format("--threads must be at least 1, got {}", s.threads));
+  // The kernels address a row's entries and a batch's tokens with int32.
+  const auto tokens = checked_add(checked_add(s.sink, s.kv_len).value_or(INT64_MAX), s.q_tokens);
+  if (!tokens || *tokens > INT32_MAX)
+    throw ConfigError(fmt::format("{}: a row's {} entries (sink + kv_len + q_tokens) pass the kernels' int32 offsets",
+                                  shape, tokens.value_or(INT64_MAX)));
+  const auto q_rows = checked_mul(s.batch, s.q_tokens);
+  if (!q_rows || *q_rows > INT32_MAX || s.q_heads > INT32_MAX || s.head_dim > INT32_MAX)
+    throw ConfigError(fmt::format("{}: --batch x --q-tokens passes the kernels' int32 row counts", shape));
+  // What the benchmark allocates (the hot pool, its queries, keys, values and
+  // outputs in f32), before allocating it.
+  const int64_t es = static_cast<int64_t>(dtype_size(s.dtype));
+  const auto kv = s.kind == "ring" ? checked_product({s.batch + 1, 2, s.kv_heads, *tokens, s.head_dim, es})
+                                   : checked_product({s.batch, s.kv_heads, *tokens, 2, s.head_dim, es});
+  const auto io = checked_product({s.batch, s.q_tokens, 2 * s.q_heads + 2 * s.kv_heads, s.head_dim, 4});
+  uint64_t bytes = UINT64_MAX;
+  if (kv && io && *kv <= UINT64_MAX - *io) bytes = *kv + *io;
+  check_fits_memory(shape, bytes, backend);
+}
+
 KernelResult bench_kernel(const KernelShape& s, Backend backend, bool cold, int repeats, int64_t llc_bytes) {
+  check_kernel_shape(s, backend);
   if (s.q_heads % s.kv_heads != 0)
     throw ConfigError(fmt::format("q_heads {} must be a multiple of kv_heads {}", s.q_heads, s.kv_heads));
   if (s.kind == "ring") return bench_ring(s, backend, cold, repeats, llc_bytes);

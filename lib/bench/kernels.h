@@ -37,6 +37,11 @@ struct KernelResult {
   double gflops = 0;     // flops / median
 };
 
+// Throws ConfigError naming the options when a shape cannot run: a size
+// below 1, offsets past the kernels' int32, or more memory than the backend
+// has on this machine (computed before anything is allocated).
+void check_kernel_shape(const KernelShape& s, Backend backend);
+
 // Hot: the same KV every call (it may sit in cache). Cold: a pool several
 // times the last-level cache, rows' slots rotated every call.
 KernelResult bench_kernel(const KernelShape& s, Backend backend, bool cold, int repeats, int64_t llc_bytes);

@@ -1,3 +1,4 @@
+#include "core/json_text.h"
 #include "config/bounded_kv_json.h"
 
 #include "config/json_fields.h"
@@ -15,7 +16,7 @@ void read_affine(const json& j, std::string_view where, const std::string& key, 
     return;
   }
   if (!j.is_object())
-    json_error(where, key, fmt::format("expected a count or {{\"per_source\": a, \"plus\": b}}, got {}", j.dump()));
+    json_error(where, key, fmt::format("expected a count or {{\"per_source\": a, \"plus\": b}}, got {}", json_excerpt(j)));
   for (const auto& [k, v] : j.items()) {
     const std::string sub = fmt::format("{}.{}", key, k);
     if (k == "per_source") read_json(v, where, sub, out.per_source);
@@ -33,7 +34,7 @@ json affine_json(const SourceAffine& a) {
 
 void read_json(const json& j, std::string_view where, std::string_view key, RetentionRule& out) {
   if (!j.is_object())
-    json_error(where, key, fmt::format("expected {{\"sink\": ..., \"window\": ...}}, got {}", j.dump()));
+    json_error(where, key, fmt::format("expected {{\"sink\": ..., \"window\": ...}}, got {}", json_excerpt(j)));
   bool has_sink = false, has_window = false;
   out = RetentionRule{};
   for (const auto& [k, v] : j.items()) {

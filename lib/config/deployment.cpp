@@ -3,7 +3,10 @@
 #include <fmt/format.h>
 
 #include "config/yaml_source.h"
+#include "core/checked.h"
 #include "core/errors.h"
+#include "core/files.h"
+#include "resources/options.h"
 
 namespace mstar {
 
@@ -135,9 +138,54 @@ void apply_overrides(const MapEntries& overrides, YamlContext& ctx, ModelManifes
       }
       int64_t value = 0;
       if (!read_yaml(v, ctx, path, value, Range{1, INT32_MAX - 1})) continue;
-      std::visit([&](auto& spec) { patch(spec, path, value, v, ctx); }, decl->spec);
+      const YAML::Node& node = v;  // clang 14 (the fuzz preset) cannot capture a structured binding, as C++20 allows
+      std::visit([&](auto& spec) { patch(spec, path, value, node, ctx); }, decl->spec);
     }
   }
+}
+
+// What the deployment will hold (every resource's storage, the workload's
+// voices as sources, the weights) against what its backend has on this
+// machine: a plan that cannot fit is refused here, so mstar-check refuses
+// what mstar-run could only end in an out-of-memory kill.
+void check_memory(const Deployment& d, const ModelManifest& m, const std::optional<MapEntries>& overrides,
+                  const YAML::Node& root, YamlContext& ctx) {
+  const auto have = backend_memory_bytes(d.backend);
+  if (!have) return;
+  const auto add = [](uint64_t& a, uint64_t b) {
+    if (__builtin_add_overflow(a, b, &a)) a = UINT64_MAX;
+  };
+  uint64_t total = m.weights_bytes;
+  std::string parts, largest_key;
+  uint64_t largest = 0;
+  for (const ResourceDecl& r : m.resources) {
+    uint64_t bytes = 0;
+    std::string knob;
+    if (const auto* b = std::get_if<BoundedKVSpec>(&r.spec)) {
+      const BoundedKVConfig& c = b->config;
+      bytes = c.pool_bytes();
+      if (d.workload.contains("voices"))
+        for (const auto& [name, tokens] : d.workload["voices"].items())
+          add(bytes, checked_product({c.num_layers, c.rows_per_request, c.num_heads,
+                                      static_cast<int64_t>(tokens.size()), 2, c.head_dim,
+                                      static_cast<int64_t>(dtype_size(c.dtype))})
+                         .value_or(UINT64_MAX));
+      knob = fmt::format("max_slots {}", c.max_slots);
+    } else {
+      const RingKVConfig& c = std::get<RingKVSpec>(r.spec).config;
+      for (int64_t l = 0; l < c.num_layers; ++l) add(bytes, c.layer_bytes(l));
+      knob = fmt::format("num_sessions {}", c.num_sessions);
+    }
+    add(total, bytes);
+    parts += fmt::format("resource '{}' {} ({}), ", r.key(), bytes_text(bytes), knob);
+    if (bytes > largest) largest = bytes, largest_key = r.key();
+  }
+  if (total <= *have) return;
+  const YAML::Node* at = overrides ? overrides->find(largest_key) : nullptr;
+  ctx.error(at ? *at : root, fmt::format("memory: the deployment needs {} ({}weights {}); the {} backend has {} on "
+                                         "this machine",
+                                         bytes_text(total), parts, bytes_text(m.weights_bytes), to_string(d.backend),
+                                         bytes_text(*have)));
 }
 
 }  // namespace
@@ -176,6 +224,18 @@ std::optional<ResolvedDeployment> resolve_deployment(const std::filesystem::path
     return std::nullopt;
   }
   if (overrides) apply_overrides(*overrides, ctx, *model);
+  // A request of a bounded resource owns rows_per_request rows of every
+  // step; a batch smaller than that could never admit one.
+  for (const ResourceDecl& r : model->resources)
+    if (const auto* b = std::get_if<BoundedKVSpec>(&r.spec); b && b->config.rows_per_request > d.scheduler.max_batch) {
+      const YAML::Node* sched = top->find("scheduler");
+      YAML::Node at = *root;
+      if (sched) at.reset(sched->IsMap() && (*sched)["max_batch"] ? (*sched)["max_batch"] : *sched);
+      ctx.error(at,
+                fmt::format("scheduler.max_batch: {} rows per step cannot hold one request of resource '{}', which "
+                            "owns rows_per_request = {} rows",
+                            d.scheduler.max_batch, r.key(), b->config.rows_per_request));
+    }
   if (const YAML::Node* n = top->find("workload")) {
     if (!workload) {
       ctx.error(*n, "workload: this program runs no workload");
@@ -195,6 +255,7 @@ std::optional<ResolvedDeployment> resolve_deployment(const std::filesystem::path
             }
           },
           r.spec);
+  if (diags.all().size() == before) check_memory(d, *model, overrides, *root, ctx);
   if (diags.all().size() != before) return std::nullopt;
   return ResolvedDeployment{d, std::move(*model)};
 }

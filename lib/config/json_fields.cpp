@@ -1,3 +1,4 @@
+#include "core/json_text.h"
 #include "config/json_fields.h"
 
 namespace mstar {
@@ -9,17 +10,17 @@ void json_error(std::string_view where, std::string_view key, const std::string&
 }
 
 void read_json(const json& j, std::string_view where, std::string_view key, int64_t& out) {
-  if (!j.is_number_integer()) json_error(where, key, fmt::format("expected an integer, got {}", j.dump()));
+  if (!j.is_number_integer()) json_error(where, key, fmt::format("expected an integer, got {}", json_excerpt(j)));
   if (j.is_number_unsigned() && j.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
-    json_error(where, key, fmt::format("{} is too large", j.dump()));
+    json_error(where, key, fmt::format("{} is too large", json_excerpt(j)));
   out = j.get<int64_t>();
 }
 void read_json(const json& j, std::string_view where, std::string_view key, bool& out) {
-  if (!j.is_boolean()) json_error(where, key, fmt::format("expected true or false, got {}", j.dump()));
+  if (!j.is_boolean()) json_error(where, key, fmt::format("expected true or false, got {}", json_excerpt(j)));
   out = j.get<bool>();
 }
 void read_json(const json& j, std::string_view where, std::string_view key, DType& out) {
-  if (!j.is_string()) json_error(where, key, fmt::format("expected a dtype name, got {}", j.dump()));
+  if (!j.is_string()) json_error(where, key, fmt::format("expected a dtype name, got {}", json_excerpt(j)));
   out = parse_dtype(j.get<std::string>(), fmt::format("{}.{}", where, key));
 }
 void read_json(const json& j, std::string_view where, std::string_view key, std::optional<int64_t>& out) {

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/json_text.h"
 #include "core/fields.h"
 #include "core/dtype.h"
 #include "core/errors.h"
@@ -36,7 +37,7 @@ nlohmann::json write_json(const std::string& v);
 // Reads every declared field of Config from object j (not validated).
 template <class Config>
 Config config_from_json(const nlohmann::json& j, std::string_view where) {
-  if (!j.is_object()) throw ConfigError(fmt::format("{}: expected an object, got {}", where, j.dump()));
+  if (!j.is_object()) throw ConfigError(fmt::format("{}: expected an object, got {}", where, json_excerpt(j)));
   for (const auto& [k, v] : j.items())
     if (!has_field<Config>(k)) json_error(where, k, "unknown key");
   Config c;

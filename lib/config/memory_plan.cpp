@@ -1,3 +1,4 @@
+#include "core/json_text.h"
 #include "config/memory_plan.h"
 
 #include <fmt/format.h>
@@ -143,14 +144,14 @@ std::string memory_plan_text(const json& p) {
   o += fmt::format("model       {} ({}, kind {})\n", m["path"].get<std::string>(), m["name"].get<std::string>(),
                    m["kind"].get<std::string>());
   std::string arch;
-  for (const auto& [k, v] : m["architecture"].items()) arch += fmt::format("{}{} {}", arch.empty() ? "" : ", ", k, v.dump());
+  for (const auto& [k, v] : m["architecture"].items()) arch += fmt::format("{}{} {}", arch.empty() ? "" : ", ", k, dump_json(v));
   o += fmt::format("            {}\n", arch);
   if (m.contains("tokenizer")) {
     const json& t = m["tokenizer"];
     o += fmt::format("tokenizer   {}: {} tokens, {} special; bos {}{}, eos {}\n", t["path"].get<std::string>(),
                      t["vocab_size"].get<int64_t>(), t["special_tokens"].get<int64_t>(),
-                     t["bos"].is_null() ? "none" : t["bos"].dump(), t["adds_bos"].get<bool>() ? " (added)" : "",
-                     t["eos"].is_null() ? "none" : t["eos"].dump());
+                     t["bos"].is_null() ? "none" : dump_json(t["bos"]), t["adds_bos"].get<bool>() ? " (added)" : "",
+                     t["eos"].is_null() ? "none" : dump_json(t["eos"]));
   }
   o += fmt::format("deployment  backend {}, threads {}, kv_dtype {}, max_batch {}\n", d["backend"].get<std::string>(),
                    d["threads"].get<int64_t>(), d["kv_dtype"].is_null() ? "as declared" : d["kv_dtype"].get<std::string>(),

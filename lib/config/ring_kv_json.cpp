@@ -1,3 +1,4 @@
+#include "core/json_text.h"
 #include "config/ring_kv_json.h"
 
 #include "config/json_fields.h"
@@ -7,12 +8,12 @@ namespace mstar {
 using nlohmann::json;
 
 void read_json(const json& j, std::string_view where, std::string_view key, std::vector<RingGeometry>& out) {
-  if (!j.is_array()) json_error(where, key, fmt::format("expected one geometry per layer, got {}", j.dump()));
+  if (!j.is_array()) json_error(where, key, fmt::format("expected one geometry per layer, got {}", json_excerpt(j)));
   out.clear();
   for (size_t i = 0; i < j.size(); ++i) {
     const std::string at = fmt::format("{}[{}]", key, i);
     if (!j[i].is_object())
-      json_error(where, at, fmt::format("expected {{ring_frames, ring_buckets, pinned_dilation}}, got {}", j[i].dump()));
+      json_error(where, at, fmt::format("expected {{ring_frames, ring_buckets, pinned_dilation}}, got {}", json_excerpt(j[i])));
     RingGeometry g;
     bool frames = false, buckets = false;
     for (const auto& [k, v] : j[i].items()) {

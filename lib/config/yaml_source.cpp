@@ -97,6 +97,13 @@ std::optional<YAML::Node> load_yaml_text(const std::string& text, const std::str
     const std::size_t nl = text.find('\n', line_start);
     line_start = nl == std::string::npos ? text.size() : nl + 1;
   }
+  // yaml-cpp 0.7 never returns from a text whose first line starts with ','
+  // (the fuzzers found ", !c "); no YAML document can start so, since ',' may
+  // not begin a plain scalar.
+  if (const std::size_t first = text.find_first_not_of(' '); first != std::string::npos && text[first] == ',') {
+    diags.error(label, 1, static_cast<int64_t>(first) + 1, "a YAML document cannot start with ','");
+    return std::nullopt;
+  }
   try {
     std::istringstream in(text);
     YAML::Parser parser(in);

@@ -34,13 +34,21 @@ std::string_view safetensors_name(DType t);
 
 // IEEE binary16 via the compiler's _Float16 (GCC 12 on x86-64 lowers it to
 // F16C instructions where the target has them, a libgcc routine otherwise).
+// Clang 14, the fuzz preset's compiler, has no _Float16 on x86-64; its
+// storage-only __fp16 converts the same way (IEEE, round to nearest even),
+// through compiler-rt's routines.
+#if defined(__clang__) && __clang_major__ < 15
+using Half = __fp16;
+#else
+using Half = _Float16;
+#endif
 inline float f16_to_f32(uint16_t bits) {
-  _Float16 h;
+  Half h;
   std::memcpy(&h, &bits, sizeof h);
   return static_cast<float>(h);
 }
 inline uint16_t f32_to_f16(float x) {
-  _Float16 h = static_cast<_Float16>(x);  // round to nearest even
+  Half h = static_cast<Half>(x);  // round to nearest even
   uint16_t bits;
   std::memcpy(&bits, &h, sizeof bits);
   return bits;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/errors.h"
+#include "core/files.h"
 #include "engine/requests.h"
 
 namespace mstar {
@@ -25,7 +26,14 @@ std::unique_ptr<Engine> Engine::create(const ResolvedDeployment& d) {
   e->model_ = m.family->make(*m.arch, *e->weights_, options);
   e->kv_ = std::make_unique<ResourceSet>(m.resource_specs(), ResourceOptions{options.backend, options.threads});
   e->program_ = kind->make(*e->model_, e->d_);
+  // The deployment reader refuses this too; an embedder's hand-made
+  // deployment must not reach a scheduler that can never admit anyone.
+  if (e->program_->rows_per_request() > e->d_.deployment.scheduler.max_batch)
+    throw ConfigError(fmt::format("scheduler.max_batch {} is smaller than the {} rows one request needs",
+                                  e->d_.deployment.scheduler.max_batch, e->program_->rows_per_request()));
   e->program_->prepare(*e->kv_);
+  e->fingerprints_ = fingerprints(e->d_);
+  e->max_snapshot_bytes_ = max_snapshot_bytes(m.resource_specs());
   e->stats_.unit = std::string(e->program_->unit());
   e->stats_.weights_bytes = e->weights_->bytes();
   return e;
@@ -38,18 +46,28 @@ std::string Engine::submit(nlohmann::json request) {
   } catch (const InputError&) {
   }
   std::lock_guard lock(inbox_mutex_);
-  inbox_.push_back({Inbox::Kind::submit, id, std::move(request), {}});
+  inbox_.push_back({Inbox::Kind::submit, id, std::move(request), {}, {}});
   return id;
 }
 
 void Engine::cancel(std::string id) {
   std::lock_guard lock(inbox_mutex_);
-  inbox_.push_back({Inbox::Kind::cancel, std::move(id), {}, {}});
+  inbox_.push_back({Inbox::Kind::cancel, std::move(id), {}, {}, {}});
 }
 
 void Engine::reject(std::string id, std::string message) {
   std::lock_guard lock(inbox_mutex_);
-  inbox_.push_back({Inbox::Kind::reject, std::move(id), {}, std::move(message)});
+  inbox_.push_back({Inbox::Kind::reject, std::move(id), {}, std::move(message), {}});
+}
+
+void Engine::snapshot(std::string id, std::filesystem::path path) {
+  std::lock_guard lock(inbox_mutex_);
+  inbox_.push_back({Inbox::Kind::snapshot, std::move(id), {}, {}, std::move(path)});
+}
+
+void Engine::resume(std::filesystem::path path, std::string id) {
+  std::lock_guard lock(inbox_mutex_);
+  inbox_.push_back({Inbox::Kind::resume, std::move(id), {}, {}, std::move(path)});
 }
 
 bool Engine::idle() const {
@@ -67,12 +85,74 @@ void Engine::fail(std::unique_ptr<Live> live, const std::string& message, std::v
   error(live->id, message, events);
 }
 
-bool Engine::in_use(const std::string& id) const {
+void Engine::op_error(const char* op, const std::string& id, const std::string& message, std::vector<Event>& events,
+                      const std::filesystem::path& path) {
+  nlohmann::json e{{"event", "error"}, {"op", op}, {"id", id}, {"message", message}};
+  if (!path.empty()) e["path"] = path.string();
+  events.push_back({std::move(e), {}});
+}
+
+Live* Engine::find_live(const std::string& id) const {
   for (const auto& l : waiting_)
-    if (l->id == id) return true;
+    if (l->id == id) return l.get();
   for (const auto& l : running_)
-    if (l->id == id) return true;
-  return false;
+    if (l->id == id) return l.get();
+  return nullptr;
+}
+
+bool Engine::in_use(const std::string& id) const { return find_live(id) != nullptr; }
+
+void Engine::take_snapshot(const Inbox& item, std::vector<Event>& events) {
+  const Live* live = find_live(item.id);
+  if (!live)
+    return op_error("snapshot", item.id, fmt::format("snapshot: no waiting or running request '{}'", item.id), events,
+                    item.path);
+  try {
+    SnapshotContent c;
+    c.task = d_.model.family->task;
+    c.id = item.id;
+    c.program = program_->save(*live);
+    // A resumed request not yet admitted still carries the states it came with.
+    c.resources = live->pending_state.empty() ? kv_->get_state(item.id) : copy_states(live->pending_state);
+    const std::string bytes = encode_snapshot(c, fingerprints_, d_.model.resource_specs());
+    write_file_atomic(item.path, bytes);
+    events.push_back({nlohmann::json{{"event", "snapshot"}, {"id", item.id}, {"path", item.path.string()},
+                                     {"bytes", bytes.size()}},
+                      {}});
+  } catch (const InputError& e) {
+    op_error("snapshot", item.id, fmt::format("snapshot: {}", e.what()), events, item.path);
+  }
+}
+
+void Engine::take_resume(const Inbox& item, std::vector<Event>& events) {
+  const std::string name = item.path.string();
+  std::string id = item.id;
+  try {
+    SnapshotContent c = decode_snapshot(read_file(item.path, max_snapshot_bytes_, name), name, fingerprints_,
+                                        d_.model.family->task, d_.model.resource_specs());
+    if (id.empty()) id = c.id;
+    // One id, one live stream, as for a submitted request.
+    if (in_use(id))
+      return error(id, fmt::format("resume: request '{}': a request with this id is already waiting or running", id),
+                   events);
+    std::unique_ptr<Live> live = program_->restore(c.program, id);
+    live->arrived = Clock::now();
+    kv_->ingest_request(id);
+    try {
+      kv_->restore_position(id, c.resources);
+    } catch (...) {
+      kv_->remove_request(id);
+      throw;
+    }
+    live->pending_state = std::move(c.resources);
+    nlohmann::json resumed{{"event", "resumed"}, {"id", id}, {"path", name}};
+    resumed.update(program_->progress(*live));
+    events.push_back({std::move(resumed), {}});
+    ++stats_.requests_resumed;
+    waiting_.push_back(std::move(live));
+  } catch (const InputError& e) {
+    error(id.empty() ? "?" : id, fmt::format("resume: {}", e.what()), events);
+  }
 }
 
 void Engine::take(Inbox item, std::vector<Event>& events) {
@@ -93,9 +173,11 @@ void Engine::take(Inbox item, std::vector<Event>& events) {
         return false;
       };
       if (!drop(waiting_) && !drop(running_))
-        error(item.id, fmt::format("cancel: no waiting or running request '{}'", item.id), events);
+        op_error("cancel", item.id, fmt::format("cancel: no waiting or running request '{}'", item.id), events);
       return;
     }
+    case Inbox::Kind::snapshot: return take_snapshot(item, events);
+    case Inbox::Kind::resume: return take_resume(item, events);
     case Inbox::Kind::submit: {
       if (item.id.empty()) {
         try {
@@ -136,6 +218,13 @@ void Engine::admit(std::vector<Event>& events) {
       const AdmitOutcome out = kv_->admit(step_, ctx_);
       if (out.ok()) {
         for (size_t i = 0; i < joining; ++i) {
+          Live& l = *waiting_.front();
+          // A resumed request's slots and sessions are claimed now: its
+          // entries go in before the step runs (checked when it was resumed).
+          if (!l.pending_state.empty()) {
+            kv_->load_state(l.id, l.pending_state);
+            l.pending_state.clear();
+          }
           running_.push_back(std::move(waiting_.front()));
           waiting_.pop_front();
         }
@@ -197,7 +286,7 @@ std::vector<Event> Engine::step() {
     forward_ms += ms_since(emit_start);
     if (out.produced > 0 && l->first_output_at_step < 0) {
       l->first_output_at_step = stats_.steps;
-      stats_.first_chunk_ms.push_back(ms_since(l->arrived));
+      stats_.first_chunk_ms.add(ms_since(l->arrived));
     }
     stats_.produced += out.produced;
     if (out.finished.empty()) {
@@ -211,8 +300,9 @@ std::vector<Event> Engine::step() {
     kv_->remove_request(l->id);
   }
   running_ = std::move(still);
-  stats_.step_ms.push_back(ms_since(start));
-  stats_.host_ms.push_back(stats_.step_ms.back() - forward_ms);
+  const double step_ms = ms_since(start);
+  stats_.step_ms.add(step_ms);
+  stats_.host_ms.add(step_ms - forward_ms);
   ++stats_.steps;
   return events;
 }

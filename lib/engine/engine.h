@@ -15,6 +15,7 @@
 // cancelled) or error event.
 #include <cstdint>
 #include <deque>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -24,6 +25,7 @@
 
 #include "config/deployment.h"
 #include "engine/program.h"
+#include "engine/snapshot.h"
 #include "engine/stats.h"
 #include "models/model.h"
 #include "models/weights.h"
@@ -48,6 +50,18 @@ class Engine {
   // An input that never became a request (a line that is not JSON, say):
   // one error event naming `id`. Thread-safe.
   void reject(std::string id, std::string message);
+  // Saves a waiting or running request to `path` (engine/snapshot.h; the
+  // file appears whole or not at all) at the start of the next step; the
+  // stream goes on. Event {"event": "snapshot", "id", "path", "bytes"} once
+  // it is on disk, or {"event": "error", "op": "snapshot", "id", "path",
+  // "message"} (the stream goes on). Thread-safe.
+  void snapshot(std::string id, std::filesystem::path path);
+  // Continues a saved stream under `id` (the snapshot's own id when empty),
+  // as a new arrival: event {"event": "resumed", "id", "path", ...progress},
+  // then its stream as if it had never stopped, or one error event (the
+  // file is refused with the reason: truncated, corrupted, another format
+  // version, model, weights, geometry or voice). Thread-safe.
+  void resume(std::filesystem::path path, std::string id = "");
 
   // Admits, plans, runs the forward, commits; returns the step's events.
   std::vector<Event> step();
@@ -69,13 +83,21 @@ class Engine {
  private:
   explicit Engine(const ResolvedDeployment& d);
   struct Inbox {
-    enum class Kind : uint8_t { submit, cancel, reject } kind;
+    enum class Kind : uint8_t { submit, cancel, reject, snapshot, resume } kind;
     std::string id;
     nlohmann::json request;  // submit
     std::string message;     // reject
+    std::filesystem::path path;  // snapshot, resume
   };
   void take(Inbox item, std::vector<Event>& events);
+  void take_snapshot(const Inbox& item, std::vector<Event>& events);
+  void take_resume(const Inbox& item, std::vector<Event>& events);
+  // A failed operation on a stream (cancel, snapshot): an error event that
+  // says which operation, so it is never read as the stream's end.
+  void op_error(const char* op, const std::string& id, const std::string& message, std::vector<Event>& events,
+                const std::filesystem::path& path = {});
   bool in_use(const std::string& id) const;
+  Live* find_live(const std::string& id) const;
   void fail(std::unique_ptr<Live> live, const std::string& message, std::vector<Event>& events);
   void error(const std::string& id, const std::string& message, std::vector<Event>& events);
   // Admits the step: every running request plus as many waiting ones, in
@@ -87,6 +109,8 @@ class Engine {
   std::unique_ptr<Model> model_;
   std::unique_ptr<ResourceSet> kv_;
   std::unique_ptr<Program> program_;
+  Fingerprints fingerprints_;       // what a snapshot is checked against
+  std::size_t max_snapshot_bytes_ = 0;
 
   mutable std::mutex inbox_mutex_;
   std::vector<Inbox> inbox_;

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "core/json_text.h"
 #include "core/errors.h"
 #include "engine/requests.h"
 #include "engine/workload.h"
@@ -53,23 +54,7 @@ class FrameProgram final : public Program {
     live->id = id;
     live->frames = f.integer("frames", 1, 1 << 24);
     live->seed = static_cast<uint64_t>(f.integer("seed", 0, INT32_MAX, 0));
-    const int64_t cd = model_.control_dim();
-    if (f.has("controls")) {
-      const json& c = f.at("controls");
-      if (!c.is_array() || c.empty()) throw InputError(fmt::format("{}: 'controls' must be a non-empty list of vectors", f.who()));
-      for (size_t i = 0; i < c.size(); ++i) {
-        if (!c[i].is_array() || static_cast<int64_t>(c[i].size()) != cd)
-          throw InputError(fmt::format("{}: controls[{}] must hold {} numbers", f.who(), i, cd));
-        std::vector<float> v;
-        for (const auto& x : c[i]) {
-          // Finite in f32, not only in double: 1e39 would become infinity.
-          if (!x.is_number() || !std::isfinite(x.get<double>()) || std::fabs(x.get<double>()) > 3.0e38)
-            throw InputError(fmt::format("{}: controls[{}] has {}, not a finite f32 number", f.who(), i, x.dump()));
-          v.push_back(x.get<float>());
-        }
-        live->controls.push_back(std::move(v));
-      }
-    }
+    if (f.has("controls")) live->controls = controls(f.at("controls"), f.who());
     return live;
   }
 
@@ -125,7 +110,46 @@ class FrameProgram final : public Program {
 
   json progress(const Live& l) const override { return {{"frames", static_cast<const FrameLive&>(l).frame}}; }
 
+  json save(const Live& l) const override {
+    const auto& f = static_cast<const FrameLive&>(l);
+    json j{{"frames", f.frames}, {"seed", f.seed}, {"frame", f.frame}};
+    if (!f.controls.empty()) j["controls"] = f.controls;
+    return j;
+  }
+
+  std::unique_ptr<Live> restore(const json& state, const std::string& id) override {
+    const RequestFields f(state, fmt::format("resume '{}': the stream's state", id));
+    f.only({"frames", "seed", "frame", "controls"});
+    auto live = std::make_unique<FrameLive>();
+    live->id = id;
+    live->frames = f.integer("frames", 1, 1 << 24);
+    live->seed = static_cast<uint64_t>(f.integer("seed", 0, INT32_MAX));
+    live->frame = f.integer("frame", 0, live->frames - 1);
+    if (f.has("controls")) live->controls = controls(f.at("controls"), f.who());
+    return live;
+  }
+
  private:
+  // A request's controls: a non-empty list of vectors of control_dim
+  // numbers, each finite in f32 (1e39 would become infinity).
+  std::vector<std::vector<float>> controls(const json& c, const std::string& who) const {
+    const int64_t cd = model_.control_dim();
+    if (!c.is_array() || c.empty()) throw InputError(fmt::format("{}: 'controls' must be a non-empty list of vectors", who));
+    std::vector<std::vector<float>> out;
+    for (size_t i = 0; i < c.size(); ++i) {
+      if (!c[i].is_array() || static_cast<int64_t>(c[i].size()) != cd)
+        throw InputError(fmt::format("{}: controls[{}] must hold {} numbers", who, i, cd));
+      std::vector<float> v;
+      for (const auto& x : c[i]) {
+        if (!x.is_number() || !std::isfinite(x.get<double>()) || std::fabs(x.get<double>()) > 3.0e38)
+          throw InputError(fmt::format("{}: controls[{}] has {}, not a finite f32 number", who, i, json_excerpt(x)));
+        v.push_back(x.get<float>());
+      }
+      out.push_back(std::move(v));
+    }
+    return out;
+  }
+
   FrameModel& model_;
 };
 

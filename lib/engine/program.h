@@ -29,6 +29,9 @@ struct Live {
   std::string id;
   Clock::time_point arrived;
   int64_t first_output_at_step = -1;
+  // A resumed request's resource states, loaded once the step that admits
+  // it has claimed its slots (empty otherwise).
+  std::vector<RequestState> pending_state;
 };
 
 // What a request's stream carries: the JSON object sent to clients
@@ -65,6 +68,14 @@ class Program {
   virtual Emitted emit(Live& live, const Emit& emit) = 0;
   // How far a request got ({"tokens": n}), for its done event.
   virtual nlohmann::json progress(const Live& live) const = 0;
+
+  // A request's state between steps, as JSON: what a snapshot keeps of it
+  // beside its resources' entries.
+  virtual nlohmann::json save(const Live& live) const = 0;
+  // A request rebuilt from a saved state, to run under `id`. Throws
+  // InputError naming the field when the state is not one this program and
+  // deployment can continue (a voice that differs, other settings).
+  virtual std::unique_ptr<Live> restore(const nlohmann::json& state, const std::string& id) = 0;
 };
 
 struct ProgramKind {

@@ -8,6 +8,9 @@
 
 namespace mstar {
 
+// A trace holds every number it replays as JSON text; nothing larger is read.
+constexpr std::size_t kMaxTraceBytes = std::size_t{256} << 20;
+
 struct ReplayOptions {
   Backend backend = Backend::cpu;
   int threads = 1;

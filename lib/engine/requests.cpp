@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "core/json_text.h"
 #include "core/errors.h"
 
 namespace mstar {
@@ -12,7 +13,7 @@ using nlohmann::json;
 
 std::string request_id(const json& r) {
   if (!r.is_object())
-    throw InputError(fmt::format("a request must be a JSON object, got {}", r.dump().substr(0, 60)));
+    throw InputError(fmt::format("a request must be a JSON object, got {}", json_excerpt(r)));
   auto it = r.find("id");
   if (it == r.end() || !it->is_string() || it->get<std::string>().empty())
     throw InputError("a request needs a non-empty string 'id'");
@@ -20,7 +21,7 @@ std::string request_id(const json& r) {
 }
 
 RequestFields::RequestFields(const json& j, std::string who) : j_(j), who_(std::move(who)) {
-  if (!j_.is_object()) throw InputError(fmt::format("{}: expected a JSON object, got {}", who_, j_.dump().substr(0, 60)));
+  if (!j_.is_object()) throw InputError(fmt::format("{}: expected a JSON object, got {}", who_, json_excerpt(j_)));
 }
 
 void RequestFields::only(std::initializer_list<std::string_view> known) const {
@@ -39,9 +40,9 @@ int64_t RequestFields::integer(const char* key, int64_t lo, int64_t hi) const {
 int64_t RequestFields::integer(const char* key, int64_t lo, int64_t hi, int64_t dflt) const {
   auto it = j_.find(key);
   if (it == j_.end()) return dflt;
-  if (!it->is_number_integer()) throw InputError(fmt::format("{}: '{}' must be an integer, got {}", who_, key, it->dump()));
+  if (!it->is_number_integer()) throw InputError(fmt::format("{}: '{}' must be an integer, got {}", who_, key, json_excerpt(*it)));
   if (it->is_number_unsigned() && it->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
-    throw InputError(fmt::format("{}: '{}' must be in [{}, {}], got {}", who_, key, lo, hi, it->dump()));
+    throw InputError(fmt::format("{}: '{}' must be in [{}, {}], got {}", who_, key, lo, hi, json_excerpt(*it)));
   const auto v = it->get<int64_t>();
   if (v < lo || v > hi) throw InputError(fmt::format("{}: '{}' must be in [{}, {}], got {}", who_, key, lo, hi, v));
   return v;
@@ -50,10 +51,10 @@ int64_t RequestFields::integer(const char* key, int64_t lo, int64_t hi, int64_t 
 double RequestFields::real(const char* key, double lo, double hi, double dflt) const {
   auto it = j_.find(key);
   if (it == j_.end()) return dflt;
-  if (!it->is_number()) throw InputError(fmt::format("{}: '{}' must be a number, got {}", who_, key, it->dump()));
+  if (!it->is_number()) throw InputError(fmt::format("{}: '{}' must be a number, got {}", who_, key, json_excerpt(*it)));
   const double v = it->get<double>();
   if (!std::isfinite(v) || v < lo || v > hi)
-    throw InputError(fmt::format("{}: '{}' must be in [{}, {}], got {}", who_, key, lo, hi, it->dump()));
+    throw InputError(fmt::format("{}: '{}' must be in [{}, {}], got {}", who_, key, lo, hi, json_excerpt(*it)));
   return v;
 }
 

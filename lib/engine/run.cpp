@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 
 #include "core/errors.h"
+#include "core/files.h"
+#include "core/json_text.h"
 
 namespace mstar {
 
@@ -15,7 +17,7 @@ RequestLine parse_request_line(json j, const std::string& where) {
   line.id = where;
   if (!j.is_object()) {
     line.kind = RequestLine::Kind::reject;
-    line.message = fmt::format("{}: a request must be a JSON object, got {}", where, j.dump().substr(0, 60));
+    line.message = fmt::format("{}: a request must be a JSON object, got {}", where, json_excerpt(j));
     return line;
   }
   if (auto a = j.find("arrival"); a != j.end()) {
@@ -24,12 +26,39 @@ RequestLine parse_request_line(json j, const std::string& where) {
                                                   a->get<int64_t>() <= INT32_MAX;
     if (!ok) {
       line.kind = RequestLine::Kind::reject;
-      line.message = fmt::format("{}: 'arrival' must be a step in [0, {}], got {}", where, INT32_MAX, a->dump());
+      line.message = fmt::format("{}: 'arrival' must be a step in [0, {}], got {}", where, INT32_MAX, json_excerpt(*a));
       if (j.contains("id") && j["id"].is_string()) line.id = j["id"].get<std::string>();
       return line;
     }
     line.arrival = a->get<int64_t>();
     j.erase("arrival");
+  }
+  if (auto op = j.find("op"); op != j.end()) {
+    const std::string name = op->is_string() ? op->get<std::string>() : std::string();
+    auto text = [&](const char* key) {
+      auto it = j.find(key);
+      return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+    };
+    // A malformed operation is rejected under its line, never under the id
+    // it names: an error event for a running request's id would read as
+    // that stream's end.
+    line.kind = RequestLine::Kind::reject;
+    bool known_keys = true;
+    for (const auto& [k, v] : j.items()) known_keys = known_keys && (k == "op" || k == "id" || k == "path");
+    if (name == "snapshot" && known_keys && !text("id").empty() && !text("path").empty()) {
+      line.kind = RequestLine::Kind::snapshot;
+      line.id = text("id");
+    } else if (name == "resume" && known_keys && !text("path").empty() && (!j.contains("id") || !text("id").empty())) {
+      line.kind = RequestLine::Kind::resume;
+      line.id = text("id");
+    } else {
+      line.message = fmt::format("{}: an operation is {{\"op\": \"snapshot\", \"id\": ..., \"path\": ...}} or "
+                                 "{{\"op\": \"resume\", \"path\": ..., \"id\": ...}} (id optional), got {}",
+                                 where, json_excerpt(j));
+      return line;
+    }
+    line.path = text("path");
+    return line;
   }
   if (auto c = j.find("cancel"); c != j.end()) {
     line.kind = c->is_string() && j.size() == 1 ? RequestLine::Kind::cancel : RequestLine::Kind::reject;
@@ -42,18 +71,19 @@ RequestLine parse_request_line(json j, const std::string& where) {
   return line;
 }
 
-std::vector<RequestLine> read_request_lines(std::istream& in) {
+std::vector<RequestLine> read_request_lines(std::istream& in, const std::string& name) {
   std::vector<RequestLine> out;
-  std::string text;
-  for (int64_t n = 1; std::getline(in, text); ++n) {
+  std::string text, why;
+  LineReader lines(in, name, kMaxRequestLineBytes, kMaxRequestBytes);
+  while (lines.next(text)) {
     if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
-    const std::string where = fmt::format("line {}", n);
-    json j = json::parse(text, nullptr, false);
-    if (j.is_discarded()) {
-      out.push_back({RequestLine::Kind::reject, 0, where, {}, fmt::format("{}: not valid JSON", where)});
+    const std::string where = fmt::format("line {}", lines.line_number());
+    auto j = try_parse_json(text, why);
+    if (!j) {
+      out.push_back({RequestLine::Kind::reject, 0, where, {}, fmt::format("{}: {}", where, why), {}});
       continue;
     }
-    out.push_back(parse_request_line(std::move(j), where));
+    out.push_back(parse_request_line(std::move(*j), where));
   }
   return out;
 }
@@ -80,9 +110,12 @@ RunStats run_lines(Engine& engine, std::vector<RequestLine> lines, const RunOpti
         case RequestLine::Kind::request: engine.submit(std::move(l.body)); break;
         case RequestLine::Kind::cancel: engine.cancel(l.id); break;
         case RequestLine::Kind::reject: engine.reject(l.id, l.message); break;
+        case RequestLine::Kind::snapshot: engine.snapshot(l.id, l.path); break;
+        case RequestLine::Kind::resume: engine.resume(l.path, l.id); break;
       }
     }
     for (const Event& e : engine.step()) events(e);
+    if (options.after_step) options.after_step();
     if (options.on_step) options.on_step(engine);
   }
   return engine.stats();

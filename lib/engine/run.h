@@ -18,23 +18,33 @@
 
 namespace mstar {
 
-// One line of requests: a request, a cancellation, or something that never
-// became either (it fails alone, with its reason).
+// One line of requests: a request, a cancellation, a snapshot or a resume,
+// or something that never became any of them (it fails alone, with its
+// reason).
 struct RequestLine {
-  enum class Kind : uint8_t { request, cancel, reject };
+  enum class Kind : uint8_t { request, cancel, reject, snapshot, resume };
   Kind kind = Kind::request;
   int64_t arrival = 0;   // the scheduler step it arrives at
   std::string id;        // the request's id, the cancelled id, or "line N"
   nlohmann::json body;   // a request's object, without "arrival"
   std::string message;   // why a rejected line is rejected
+  std::string path;      // snapshot, resume: the file
 };
 
-//   {"id": "r1", ..., "arrival": 0}   a request (docs/running.md)
-//   {"cancel": "r1", "arrival": 10}   a cancellation
+//   {"id": "r1", ..., "arrival": 0}                             a request (docs/running.md)
+//   {"cancel": "r1", "arrival": 10}                             a cancellation
+//   {"op": "snapshot", "id": "r1", "path": "r1.snap", "arrival": 5}   save a stream (it goes on)
+//   {"op": "resume", "path": "r1.snap", "id": "r1", "arrival": 0}     continue a saved one ("id" optional)
 // A line that is not a JSON object, or whose arrival is wrong, is rejected.
 RequestLine parse_request_line(nlohmann::json j, const std::string& where);
-// Every line of `in` (blank lines skipped).
-std::vector<RequestLine> read_request_lines(std::istream& in);
+// Request lines are bounded: a line longer than this, or input longer than
+// kMaxRequestBytes, refuses the whole input (InputError naming `name` and the
+// line), so /dev/zero or an endless pipe cannot fill memory.
+constexpr std::size_t kMaxRequestLineBytes = std::size_t{4} << 20;
+constexpr std::size_t kMaxRequestBytes = std::size_t{256} << 20;
+// Every line of `in` (blank lines skipped); `name` says where they come from
+// in messages ("--requests r.jsonl").
+std::vector<RequestLine> read_request_lines(std::istream& in, const std::string& name = "requests");
 // The deployment's workload requests.
 std::vector<RequestLine> workload_lines(const ResolvedDeployment& d);
 
@@ -42,6 +52,7 @@ using EventSink = std::function<void(const Event&)>;
 
 struct RunOptions {
   std::function<void(const Engine&)> on_step;  // after every step (progress)
+  std::function<void()> after_step;            // after each step's events went to the sink (flush them)
 };
 
 RunStats run_lines(Engine& engine, std::vector<RequestLine> lines, const RunOptions& options, const EventSink& events);

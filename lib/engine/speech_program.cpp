@@ -4,8 +4,11 @@
 
 #include <fmt/format.h>
 
+#include "core/json_text.h"
 #include "core/errors.h"
+#include "core/json_text.h"
 #include "engine/requests.h"
+#include "engine/snapshot.h"
 #include "engine/workload.h"
 #include "models/sampling.h"
 
@@ -122,7 +125,7 @@ class SpeechProgram final : public Program {
     live->voice = voice;
     for (const auto& t : prompt) {
       if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= model_.vocab_size())
-        throw InputError(fmt::format("{}: prompt token {} is not an id in [0, {})", f.who(), t.dump(), model_.vocab_size()));
+        throw InputError(fmt::format("{}: prompt token {} is not an id in [0, {})", f.who(), json_excerpt(t), model_.vocab_size()));
       live->prompt.push_back(t.get<int32_t>());
     }
     live->max_tokens = f.integer("max_tokens", 1, 1 << 24);
@@ -185,11 +188,127 @@ class SpeechProgram final : public Program {
 
   json progress(const Live& l) const override { return {{"tokens", static_cast<const SpeechLive&>(l).generated}}; }
 
+  json save(const Live& l) const override {
+    const auto& s = static_cast<const SpeechLive&>(l);
+    const SamplingParams& p = s.sampler.params();
+    json j{{"voice", s.voice},
+           {"voice_hash", voice_hash(voices_.at(s.voice))},
+           {"settings", settings()},
+           {"max_tokens", s.max_tokens},
+           {"sampling", {{"temperature", p.temperature}, {"top_k", p.top_k}, {"top_p", p.top_p}, {"seed", p.seed}}},
+           {"rng", s.sampler.state()},
+           {"written", s.written},
+           {"last", s.last},
+           {"chunk", s.chunk},
+           {"chunks", s.chunks},
+           {"generated", s.generated}};
+    // Before its first step the request still has its prompt to write.
+    if (s.written == 0) j["prompt"] = s.prompt;
+    if (s.text) {
+      const TokenStreamDecoder::State t = s.text->state();
+      j["text"] = {{"run", std::vector<uint8_t>(t.run.begin(), t.run.end())},
+                   {"pending", std::vector<uint8_t>(t.pending.begin(), t.pending.end())}};
+    }
+    return j;
+  }
+
+  std::unique_ptr<Live> restore(const json& state, const std::string& id) override {
+    const RequestFields f(state, fmt::format("resume '{}': the stream's state", id));
+    f.only({"voice", "voice_hash", "settings", "max_tokens", "sampling", "rng", "written", "last", "chunk", "chunks",
+            "generated", "prompt", "text"});
+    const std::string voice = f.string("voice");
+    auto v = voices_.find(voice);
+    if (v == voices_.end())
+      throw InputError(fmt::format("resume '{}': the stream speaks in voice '{}', which this deployment does not have",
+                                   id, voice));
+    if (f.string("voice_hash") != voice_hash(v->second))
+      throw InputError(fmt::format("resume '{}': voice '{}' differs from the one the stream was made with "
+                                   "(its prompt tokens changed)",
+                                   id, voice));
+    if (f.at("settings") != settings())
+      throw InputError(fmt::format("resume '{}': the stream was made with workload settings {}; this deployment has {}",
+                                   id, json_excerpt(f.at("settings")), json_excerpt(settings())));
+    const RequestFields sf(f.at("sampling"), f.who() + ": sampling");
+    sf.only({"temperature", "top_k", "top_p", "seed"});
+    SamplingParams sp;
+    sp.temperature = sf.real("temperature", 0, 100, 0.0);
+    sp.top_p = sf.real("top_p", -1e300, 1e300, 1.0);
+    sp.top_k = sf.integer("top_k", 0, model_.vocab_size(), 0);
+    if (sf.has("seed") && sf.at("seed").is_number_unsigned()) sp.seed = sf.at("seed").get<uint64_t>();
+    else sp.seed = static_cast<uint64_t>(sf.integer("seed", 0, INT64_MAX, 0));
+    sp.validate(f.who() + ": sampling");
+    auto live = std::make_unique<SpeechLive>(sp);
+    live->id = id;
+    live->voice = voice;
+    try {
+      live->sampler.set_state(f.string("rng"));
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("{}: rng: {}", f.who(), e.what()));
+    }
+    const int64_t V = model_.vocab_size();
+    live->max_tokens = f.integer("max_tokens", 1, 1 << 24);
+    live->written = f.integer("written", 0, INT64_MAX / 8);
+    live->generated = f.integer("generated", live->written > 0 ? 1 : 0, live->written > 0 ? live->max_tokens - 1 : 0);
+    live->chunks = f.integer("chunks", 0, live->generated);
+    live->last = static_cast<int32_t>(live->written > 0 ? f.integer("last", 0, V - 1) : f.integer("last", -1, -1));
+    const json& chunk = f.at("chunk");
+    if (!chunk.is_array() || static_cast<int64_t>(chunk.size()) >= chunk_tokens_ ||
+        static_cast<int64_t>(chunk.size()) > live->generated)
+      throw InputError(fmt::format("{}: chunk: expected fewer than {} tokens not yet streamed", f.who(), chunk_tokens_));
+    for (const json& t : chunk) {
+      if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= V)
+        throw InputError(fmt::format("{}: chunk: {} is not a token id in [0, {})", f.who(), json_excerpt(t), V));
+      live->chunk.push_back(t.get<int32_t>());
+    }
+    if (live->written == 0) {
+      const json& prompt = f.at("prompt");
+      if (!prompt.is_array() || prompt.empty() || static_cast<int64_t>(prompt.size()) > range_.query_window)
+        throw InputError(fmt::format("{}: prompt: expected 1 to {} token ids", f.who(), range_.query_window));
+      for (const json& t : prompt) {
+        if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= V)
+          throw InputError(fmt::format("{}: prompt: {} is not a token id in [0, {})", f.who(), json_excerpt(t), V));
+        live->prompt.push_back(t.get<int32_t>());
+      }
+    } else if (f.has("prompt")) {
+      throw InputError(fmt::format("{}: prompt: a stream that has started keeps no prompt", f.who()));
+    }
+    if (f.has("text") != static_cast<bool>(tokenizer_))
+      throw InputError(fmt::format("{}: text: {}", f.who(),
+                                   tokenizer_ ? "missing, but this model decodes text" : "present, but this model has no tokenizer"));
+    if (tokenizer_) {
+      const RequestFields tf(f.at("text"), f.who() + ": text");
+      tf.only({"run", "pending"});
+      auto bytes = [&](const char* key) {
+        const json& a = tf.at(key);
+        std::string out;
+        if (!a.is_array() || a.size() > 4096) throw InputError(fmt::format("{}: {}: expected at most 4096 bytes", tf.who(), key));
+        for (const json& b : a) {
+          if (!b.is_number_unsigned() || b.get<uint64_t>() > 255)
+            throw InputError(fmt::format("{}: {}: {} is not a byte", tf.who(), key, json_excerpt(b)));
+          out.push_back(static_cast<char>(b.get<uint64_t>()));
+        }
+        return out;
+      };
+      live->text.emplace(*tokenizer_);
+      live->text->restore({bytes("run"), bytes("pending")});
+    }
+    live->source = v->second.source;
+    live->source_len = static_cast<int64_t>(v->second.tokens.size());
+    return live;
+  }
+
  private:
   struct Voice {
     std::vector<int32_t> tokens;
     int source = 0;
   };
+  // What a resumed stream must find unchanged: its voice's tokens (its
+  // source is prefilled from them) and the settings that shape its output.
+  static std::string voice_hash(const Voice& v) {
+    return fmt::format("{:016x}", hash64(std::string_view(reinterpret_cast<const char*>(v.tokens.data()),
+                                                          v.tokens.size() * sizeof(int32_t))));
+  }
+  json settings() const { return {{"chunk_tokens", chunk_tokens_}, {"guidance_scale", guidance_}}; }
   TokenModel& model_;
   SourceRange range_;
   std::shared_ptr<const Tokenizer> tokenizer_;
@@ -211,7 +330,14 @@ std::optional<json> read_speech_workload(const YAML::Node& n, YamlContext& ctx, 
   int64_t chunk = 8;
   double guidance = 1.0;
   if (const YAML::Node* v = e->find("chunk_tokens")) ok = read_yaml(*v, ctx, "workload.chunk_tokens", chunk, Range{1, 1 << 16}) && ok;
-  if (const YAML::Node* v = e->find("guidance_scale")) ok = read_yaml(*v, ctx, "workload.guidance_scale", guidance) && ok;
+  if (const YAML::Node* v = e->find("guidance_scale")) {
+    // The scale multiplies logit differences in f32: a huge one makes them
+    // infinite and the sampled token garbage.
+    const bool read = read_yaml(*v, ctx, "workload.guidance_scale", guidance);
+    if (read && (guidance < 0 || guidance > 100))
+      ctx.error(*v, fmt::format("workload.guidance_scale must be in [0, 100], got {}", guidance));
+    ok = read && guidance >= 0 && guidance <= 100 && ok;
+  }
   out["settings"] = {{"chunk_tokens", chunk}, {"guidance_scale", guidance}};
   if (const YAML::Node* v = e->find("voices")) {
     ok = read_voices(*v, ctx, vocab, model.tokenizer.get(), dir, out["voices"]) && ok;

@@ -1,11 +1,12 @@
 #include "engine/workload.h"
 
-#include <fstream>
+#include <charconv>
 #include <sstream>
 
 #include <fmt/format.h>
 
 #include "core/errors.h"
+#include "core/files.h"
 
 namespace mstar {
 
@@ -22,6 +23,10 @@ std::vector<int32_t> seeded_tokens(uint64_t seed, int64_t length, int64_t vocab)
 }
 
 namespace {
+
+// A voice file holds token ids as text: a prompt of a million tokens is
+// about 7 MB.
+constexpr std::size_t kMaxVoiceFileBytes = std::size_t{16} << 20;
 
 bool read_tokens(const YAML::Node& n, YamlContext& ctx, const std::string& path, int64_t vocab,
                  std::vector<int32_t>& out) {
@@ -74,22 +79,22 @@ bool read_voice(const YAML::Node& n, YamlContext& ctx, const std::string& path, 
   if (file) {
     std::string f;
     if (!read_yaml(*file, ctx, path + ".file", f)) return false;
-    std::ifstream in(dir / f);
-    if (!in) {
-      ctx.error(*file, fmt::format("{}.file: cannot read '{}'", path, f));
+    std::string contents;
+    try {
+      contents = read_file(dir / f, kMaxVoiceFileBytes, fmt::format("{}.file '{}'", path, f));
+    } catch (const InputError& err) {
+      ctx.error(*file, err.what());
       return false;
     }
+    std::istringstream in(contents);
     std::string word;
     for (int64_t i = 0; in >> word; ++i) {
       int64_t t = -1;
-      try {
-        size_t used = 0;
-        t = std::stoll(word, &used);
-        if (used != word.size()) t = -1;
-      } catch (const std::exception&) {
-      }
+      const auto [end, ec] = std::from_chars(word.data(), word.data() + word.size(), t);
+      if (ec != std::errc() || end != word.data() + word.size()) t = -1;
       if (t < 0 || t >= vocab) {
-        ctx.error(*file, fmt::format("{}.file: '{}': token {} is '{}', not an id in [0, {})", path, f, i, word, vocab));
+        ctx.error(*file, fmt::format("{}.file: '{}': token {} is '{}', not an id in [0, {})", path, f, i,
+                                     word.substr(0, 40), vocab));
         return false;
       }
       v.push_back(static_cast<int32_t>(t));

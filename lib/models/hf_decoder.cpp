@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "core/files.h"
+#include "core/json_text.h"
 #include "core/errors.h"
 #include "models/decoder_lm.h"
 #include "models/safetensors.h"
@@ -40,34 +42,21 @@ TrunkNames hf_names(int64_t l, bool bias) {
 }
 
 // config.json is small; anything bigger is not one.
-constexpr std::uintmax_t kMaxConfigBytes = 1 << 20;
+constexpr std::size_t kMaxConfigBytes = 1 << 20;
 
-// Reads a JSON object from `path`; problems go to `error`.
+// Reads a JSON object from `path`; problems go to `error`. A config nests a
+// few levels; deeper input is refused before it is built.
 std::optional<json> read_object(const std::filesystem::path& path, const std::function<void(const std::string&)>& error) {
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
+  if (!std::filesystem::exists(path, ec)) {
     error(fmt::format("{}: missing (a Hugging Face checkpoint folder holds config.json)", path.string()));
     return std::nullopt;
   }
-  if (std::filesystem::file_size(path, ec) > kMaxConfigBytes) {
-    error(fmt::format("{}: over {} bytes, not a model config", path.string(), kMaxConfigBytes));
-    return std::nullopt;
-  }
-  std::ifstream in(path);
-  // A config nests a few levels; deeper input is refused before it is built
-  // (a parsed tree is torn down recursively).
-  const json::parser_callback_t shallow = [](int depth, json::parse_event_t, json&) {
-    if (depth > 16) throw InputError("nests deeper than a model config does");
-    return true;
-  };
   json j;
   try {
-    j = json::parse(in, shallow);
-  } catch (const json::exception& e) {
-    error(fmt::format("{}: not valid JSON ({})", path.string(), e.what()));
-    return std::nullopt;
+    j = parse_json(read_file(path, kMaxConfigBytes, path.string()), path.string(), 16);
   } catch (const InputError& e) {
-    error(fmt::format("{}: {}", path.string(), e.what()));
+    error(e.what());
     return std::nullopt;
   }
   if (!j.is_object()) {
@@ -96,7 +85,7 @@ class ConfigReader {
     const json& v = j_[key];
     if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(hi)) ||
         v.get<int64_t>() < lo || v.get<int64_t>() > hi) {
-      fail(key, fmt::format("expected an integer in [{}, {}], got {}", lo, hi, v.dump()));
+      fail(key, fmt::format("expected an integer in [{}, {}], got {}", lo, hi, json_excerpt(v)));
       return lo;
     }
     return v.get<int64_t>();
@@ -108,7 +97,7 @@ class ConfigReader {
     }
     const json& v = j_[key];
     if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < lo || v.get<double>() > hi) {
-      fail(key, fmt::format("expected a number in [{}, {}], got {}", lo, hi, v.dump()));
+      fail(key, fmt::format("expected a number in [{}, {}], got {}", lo, hi, json_excerpt(v)));
       return lo;
     }
     return v.get<double>();
@@ -116,7 +105,7 @@ class ConfigReader {
   bool boolean(const char* key, bool dflt) {
     if (!has(key)) return dflt;
     if (!j_[key].is_boolean()) {
-      fail(key, fmt::format("expected true or false, got {}", j_[key].dump()));
+      fail(key, fmt::format("expected true or false, got {}", json_excerpt(j_[key])));
       return dflt;
     }
     return j_[key].get<bool>();
@@ -124,7 +113,7 @@ class ConfigReader {
   std::string string(const char* key, const std::string& dflt) {
     if (!has(key)) return dflt;
     if (!j_[key].is_string()) {
-      fail(key, fmt::format("expected a string, got {}", j_[key].dump()));
+      fail(key, fmt::format("expected a string, got {}", json_excerpt(j_[key])));
       return dflt;
     }
     return j_[key].get<std::string>();
@@ -137,7 +126,7 @@ class ConfigReader {
     const json list = v.is_array() ? v : json::array({v});
     for (const json& x : list) {
       if (!x.is_number_integer() || x.get<int64_t>() < 0 || x.get<int64_t>() >= vocab) {
-        fail(key, fmt::format("expected token ids in [0, {}), got {}", vocab, v.dump()));
+        fail(key, fmt::format("expected token ids in [0, {}), got {}", vocab, json_excerpt(v)));
         return {};
       }
       out.push_back(x.get<int32_t>());
@@ -159,7 +148,7 @@ RopeScaling read_rope_scaling(ConfigReader& r, const json& j, const std::string&
   if (!r.has("rope_scaling")) return s;
   const json& rs = j["rope_scaling"];
   if (!rs.is_object()) {
-    r.fail("rope_scaling", fmt::format("expected an object or null, got {}", rs.dump()));
+    r.fail("rope_scaling", fmt::format("expected an object or null, got {}", json_excerpt(rs)));
     return s;
   }
   const std::string type = rs.contains("rope_type") ? rs["rope_type"].is_string() ? rs["rope_type"].get<std::string>() : ""
@@ -168,7 +157,7 @@ RopeScaling read_rope_scaling(ConfigReader& r, const json& j, const std::string&
   if (type != "default" && type != "linear" && type != "llama3") {
     r.fail("rope_scaling", fmt::format("rope type {} is not supported (mstar runs default, linear and llama3 rotary "
                                        "scaling)",
-                                       rs.contains("rope_type") ? rs["rope_type"].dump() : rs.value("type", json()).dump()));
+                                       rs.contains("rope_type") ? json_excerpt(rs["rope_type"]) : json_excerpt(rs.value("type", json()))));
     return s;
   }
   s.type = type;

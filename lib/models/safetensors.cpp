@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/errors.h"
+#include "core/files.h"
+#include "core/json_text.h"
 
 namespace mstar {
 
@@ -78,7 +80,9 @@ SafetensorsHeader read_safetensors_header(const std::filesystem::path& path) {
     SafetensorsEntry e;
     e.dtype = v["dtype"].get<std::string>();
     for (const auto& d : v["shape"]) {
-      if (!d.is_number_unsigned()) throw InputError(where + ": shape entries must be non-negative integers");
+      // No tensor has a dimension near 2^40; a larger one only serves to overflow sizes.
+      if (!d.is_number_unsigned() || d.get<uint64_t>() > (uint64_t{1} << 40))
+        throw InputError(fmt::format("{}: shape entries must be integers in [0, 2^40], got {}", where, json_excerpt(d)));
       e.shape.push_back(d.get<int64_t>());
     }
     if (!v["data_offsets"][0].is_number_unsigned() || !v["data_offsets"][1].is_number_unsigned())
@@ -107,23 +111,17 @@ SafetensorsHeader read_safetensors_header(const std::filesystem::path& path) {
 std::vector<std::filesystem::path> weight_files(const std::filesystem::path& path) {
   const std::string name = path.string();
   if (name.size() < 11 || name.compare(name.size() - 11, 11, ".index.json") != 0) return {path};
+  constexpr std::size_t kMaxIndex = 64u << 20;
+  const nlohmann::json j = parse_json(read_file(path, kMaxIndex, name), name);
+  if (!j.is_object()) throw InputError(fmt::format("{}: not a JSON object", name));
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec))
-    throw InputError(fmt::format("{}: no such shard index (or not a regular file)", name));
-  constexpr uintmax_t kMaxIndex = 64u << 20;
-  if (std::filesystem::file_size(path, ec) > kMaxIndex)
-    throw InputError(fmt::format("{}: a shard index over {} bytes", name, kMaxIndex));
-  std::ifstream in(path);
-  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-  if (j.is_discarded() || !j.is_object())
-    throw InputError(fmt::format("{}: not a JSON object", name));
   auto map = j.find("weight_map");
   if (map == j.end() || !map->is_object() || map->empty())
     throw InputError(fmt::format("{}: weight_map: expected an object of tensor name -> shard file", name));
   std::vector<std::filesystem::path> files;
   for (const auto& [tensor, file] : map->items()) {
     if (!file.is_string() || file.get<std::string>().empty())
-      throw InputError(fmt::format("{}: weight_map.{}: expected a shard file name, got {}", name, tensor, file.dump()));
+      throw InputError(fmt::format("{}: weight_map.{}: expected a shard file name, got {}", name, tensor, json_excerpt(file)));
     const std::filesystem::path shard = path.parent_path() / file.get<std::string>();
     if (std::find(files.begin(), files.end(), shard) == files.end()) files.push_back(shard);
   }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <sstream>
 
 #include <fmt/format.h>
 
@@ -16,6 +17,22 @@ void SamplingParams::validate(const std::string& where) const {
   if (top_k < 0) throw InputError(fmt::format("{}: top_k must not be negative, got {}", where, top_k));
   if (!std::isfinite(top_p) || top_p <= 0 || top_p > 1)
     throw InputError(fmt::format("{}: top_p must be in (0, 1], got {}", where, top_p));
+}
+
+std::string Sampler::state() const {
+  std::ostringstream out;
+  out << gen_;
+  return out.str();
+}
+
+void Sampler::set_state(const std::string& text) {
+  std::istringstream in(text);
+  std::mt19937_64 g;
+  in >> g;
+  // The state is 312 words and an index; anything left over, or missing, is not one.
+  if (in.fail() || !(in >> std::ws).eof())
+    throw InputError("sampler state: not the text of a mt19937_64 state (312 words and an index)");
+  gen_ = g;
 }
 
 namespace {

@@ -23,6 +23,13 @@ class Sampler {
  public:
   explicit Sampler(const SamplingParams& p) : p_(p), gen_(p.seed) {}
   int32_t sample(std::span<const float> logits);
+  const SamplingParams& params() const { return p_; }
+
+  // The generator's state as text (the standard's operator<< of the engine),
+  // so a stream saved mid-way draws the same numbers when it resumes; and
+  // back, throwing InputError when the text is not such a state.
+  std::string state() const;
+  void set_state(const std::string& text);
 
  private:
   SamplingParams p_;

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -64,6 +65,22 @@ uint64_t splitmix64(uint64_t x) {
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
   return x ^ (x >> 31);
+}
+
+// The first element whose exponent bits are all ones (an infinity or a NaN),
+// by bits, so a scan of gigabytes stays a pass over memory.
+std::optional<std::size_t> first_non_finite(const void* data, DType dt, std::size_t n) {
+  if (dt == DType::f32) {
+    const auto* u = static_cast<const uint32_t*>(data);
+    for (std::size_t i = 0; i < n; ++i)
+      if ((u[i] & 0x7f800000u) == 0x7f800000u) return i;
+    return std::nullopt;
+  }
+  const uint16_t mask = dt == DType::bf16 ? 0x7f80 : 0x7c00;
+  const auto* h = static_cast<const uint16_t*>(data);
+  for (std::size_t i = 0; i < n; ++i)
+    if ((h[i] & mask) == mask) return i;
+  return std::nullopt;
 }
 
 }  // namespace
@@ -138,6 +155,10 @@ Weights Weights::load(const std::vector<std::filesystem::path>& files, const std
       src = static_cast<const unsigned char*>(b.data());
       w.owned_.push_back(std::move(b));
     }
+    if (const auto bad = first_non_finite(src, *dt, static_cast<std::size_t>(t.numel())))
+      throw InputError(fmt::format("{}: tensor '{}' holds {} at element {}: weights must be finite (every output "
+                                   "would be garbage)",
+                                   file, t.name, load_as_f32(src, *dt, *bad), *bad));
     w.tensors_[t.name] = WeightTensor{*dt, t.shape, src, static_cast<std::size_t>(want)};
   }
   return w;

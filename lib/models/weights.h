@@ -38,7 +38,8 @@ class Weights {
   // The tensors `specs` names, from safetensors `files` (several for a
   // sharded model), memory-mapped. Throws InputError naming the file and the
   // tensor: missing, unexpected, of a dtype other than F32/F16/BF16, of
-  // another shape, or holding the wrong number of bytes.
+  // another shape, holding the wrong number of bytes, or holding a NaN or an
+  // infinity (every value is checked once, at load).
   static Weights load(const std::vector<std::filesystem::path>& files, const std::vector<TensorSpec>& specs);
 
   const WeightTensor& get(const std::string& name) const;

@@ -37,9 +37,9 @@ struct WorldFields {
         field("tokens_per_frame", &C::tokens_per_frame, Need::required, "frame_height * frame_width",
               Range{1, 1 << 20}),
         field("denoise_steps", &C::denoise_steps, Need::required, "denoising passes per frame", Range{1, 1000}),
-        field("rope_time", &C::rope_time, Need::required, "rotary pairs for time", at_least(0)),
-        field("rope_height", &C::rope_height, Need::required, "rotary pairs for height", at_least(0)),
-        field("rope_width", &C::rope_width, Need::required, "rotary pairs for width", at_least(0)));
+        field("rope_time", &C::rope_time, Need::required, "rotary pairs for time", Range{0, 512}),
+        field("rope_height", &C::rope_height, Need::required, "rotary pairs for height", Range{0, 512}),
+        field("rope_width", &C::rope_width, Need::required, "rotary pairs for width", Range{0, 512}));
   }
   bool operator==(const WorldFields&) const = default;
 };

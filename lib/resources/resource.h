@@ -24,6 +24,11 @@
 
 namespace mstar {
 
+// The most memory one resource may ask for, whatever the machine: a config
+// whose storage would pass it is refused by validate(), naming the size.
+// (Against the machine's own memory, see options.h.)
+constexpr uint64_t kMaxResourceBytes = uint64_t{1} << 40;
+
 // What check decided, for the whole step.
 struct [[nodiscard]] AdmitOutcome {
   enum class Kind : uint8_t {

@@ -19,6 +19,10 @@
 namespace mstar {
 
 using ResourceSpec = std::variant<BoundedKVSpec, RingKVSpec>;
+// One request's state in one resource (a snapshot's part of it).
+using RequestState = std::variant<BoundedRequestState, RingSessionState>;
+// States hold buffers, which copy only when asked.
+std::vector<RequestState> copy_states(const std::vector<RequestState>& states);
 
 const std::string& resource_key(const ResourceSpec& spec);
 // The model layers a spec serves (its `layers`, or 0 .. num_layers - 1).
@@ -65,6 +69,17 @@ class ResourceSet {
   void reset_request(const std::string& rid, OnReset what);
   void remove_request(const std::string& rid);
   std::size_t memory_bytes() const;
+
+  // A request's state in every resource, in order. A request that holds no
+  // claim anywhere has committed nothing, and gets no states.
+  std::vector<RequestState> get_state(const std::string& rid) const;
+  // A restored request, before its first step: its positions in every
+  // resource (one state each, of its type), so its first step is checked
+  // against them. InputError, naming the resource, when a state does not fit.
+  void restore_position(const std::string& rid, const std::vector<RequestState>& states);
+  // After the step that admitted it claimed its slots and sessions: its
+  // entries and positions.
+  void load_state(const std::string& rid, const std::vector<RequestState>& states);
 
  private:
   struct Route {

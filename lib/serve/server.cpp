@@ -188,6 +188,10 @@ void Server::routes() {
     if (line.kind == RequestLine::Kind::reject) return send_error(res, 400, line.message);
     if (line.kind == RequestLine::Kind::cancel)
       return send_error(res, 400, "body: cancellations are not taken here; close the request's connection to cancel it");
+    // A snapshot or a resume names a file on the server's disk: not for
+    // whoever can reach the port.
+    if (line.kind == RequestLine::Kind::snapshot || line.kind == RequestLine::Kind::resume)
+      return send_error(res, 400, "body: snapshots and resumes are not taken here (they name files on the server)");
     Opened o = loop_->open(std::move(line.body));
     if (o.status != 200) {
       if (o.status == 429 || o.status == 503) res.set_header("Retry-After", "1");

@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/errors.h"
+#include "core/files.h"
+#include "core/json_text.h"
 #include "tokenizer/impl.h"
 #include "tokenizer/utf8.h"
 
@@ -55,15 +57,17 @@ void TokenizerImpl::encode(std::string_view text, bool add_special_tokens, std::
 
 namespace {
 
+// tokenizer.json files run to tens of megabytes (a 150k vocabulary with its
+// merges); nothing larger is one.
+constexpr std::size_t kMaxTokenizerBytes = std::size_t{512} << 20;
+
 nlohmann::json read_json(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) throw ConfigError(fmt::format("{}: cannot be read", p.string()));
-  std::stringstream ss;
-  ss << in.rdbuf();
+  // A file that cannot be read or parsed is a configuration problem here:
+  // the tokenizer is named by a manifest or on the command line.
   try {
-    return nlohmann::json::parse(ss.str());
-  } catch (const nlohmann::json::parse_error& e) {
-    throw ConfigError(fmt::format("{}: not valid JSON: {}", p.string(), e.what()));
+    return parse_json(read_file(p, kMaxTokenizerBytes, p.string()), p.string());
+  } catch (const InputError& e) {
+    throw ConfigError(e.what());
   }
 }
 

@@ -88,6 +88,18 @@ class TokenStreamDecoder {
   // can be used again afterwards, as if new.
   std::string finish();
 
+  // What the decoder holds between pushes: the bytes of an unfinished
+  // <0xNN> run and of an incomplete character. Saved with a stream and given
+  // back to a decoder of the same tokenizer, it continues the text exactly.
+  struct State {
+    std::string run, pending;
+  };
+  State state() const { return {run_, pending_}; }
+  void restore(State s) {
+    run_ = std::move(s.run);
+    pending_ = std::move(s.pending);
+  }
+
  private:
   std::shared_ptr<const tok::TokenizerImpl> impl_;
   bool skip_special_;

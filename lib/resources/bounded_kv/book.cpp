@@ -215,6 +215,25 @@ void BoundedKVBook::reset(const std::string& rid, OnReset what) {
   }
 }
 
+void BoundedKVBook::restore(const std::string& rid, int64_t written, int source, int64_t length) {
+  known(rid, "restore");
+  if (written < 0 || written > std::numeric_limits<int64_t>::max() / 8)
+    throw InputError(fmt::format("bounded_kv: restore of request '{}': written {} is not a stream position", rid, written));
+  if (length < config_.min_source_len || length > config_.max_source_len)
+    throw InputError(fmt::format("bounded_kv: restore of request '{}': source length {} is outside the allowed [{}, {}]",
+                                 rid, length, config_.min_source_len, config_.max_source_len));
+  if (length > 0) {
+    const auto len = source_len(source);
+    if (!len || *len != length)
+      throw InputError(fmt::format("bounded_kv: restore of request '{}': source {} of length {} is not registered here",
+                                   rid, source, length));
+  }
+  BoundedRequest& req = requests_.at(rid);
+  req.written = written;
+  req.source = source;
+  req.source_len = length;
+}
+
 void BoundedKVBook::remove(const std::string& rid) {
   auto it = requests_.find(rid);
   if (it == requests_.end()) return;  // removing twice is harmless

@@ -60,6 +60,12 @@ class BoundedKVBook {
   void commit(const Step& step, const StepContext& ctx);
   void reset(const std::string& rid, OnReset what);
   void remove(const std::string& rid);
+  // Sets a request's committed stream (a restored state): its written count
+  // and the source it started on, so the next step's declaration is checked
+  // against them. Throws InputError when the request is unknown or the
+  // position is impossible here (an unregistered source, a length that
+  // source does not have).
+  void restore(const std::string& rid, int64_t written, int source, int64_t length);
 
   const BoundedRequest* find(const std::string& rid) const;
   const SlotPool& pool() const { return pool_; }

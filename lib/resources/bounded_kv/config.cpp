@@ -4,6 +4,8 @@
 #include <limits>
 
 #include "core/check_ranges.h"
+#include "core/checked.h"
+#include "core/files.h"
 #include "core/format_value.h"
 #include "core/errors.h"
 
@@ -74,12 +76,18 @@ void BoundedKVConfig::validate(std::string_view where) const {
         "slot can address ({})",
         where, rule, slot, sink_capacity(), window_capacity(), max_source_len, kMaxSlotTokens / 2));
   slot = slot_tokens();
-  int64_t bytes = slot;
-  for (int64_t f : {num_layers, max_slots, rows_per_request, num_heads, 2 * head_dim,
-                    static_cast<int64_t>(dtype_size(dtype))})
-    if (__builtin_mul_overflow(bytes, f, &bytes) || bytes > (int64_t{1} << 50))
-      throw ConfigError(fmt::format("{}: the slot pool would need more than 2^50 bytes (max_slots {}, slot_tokens {})",
-                                    where, max_slots, slot));
+  // The pool's bytes, computed before anything is allocated: a size no
+  // machine holds is refused here, naming it, not by the allocator.
+  const auto per_slot = checked_product({num_layers, rows_per_request, num_heads, slot, 2, head_dim,
+                                         static_cast<int64_t>(dtype_size(dtype))});
+  const auto pool = per_slot ? checked_product({static_cast<int64_t>(std::min<uint64_t>(*per_slot, INT64_MAX)), max_slots})
+                             : std::nullopt;
+  if (!pool || *pool > kMaxResourceBytes)
+    throw ConfigError(fmt::format("{}: max_slots {} needs {} for the slot pool ({} per slot of {} entries), over the "
+                                  "limit of {} for one resource",
+                                  where, max_slots, pool ? bytes_text(*pool) : std::string("more than 2^64 bytes"),
+                                  per_slot ? bytes_text(*per_slot) : std::string("more than 2^64 bytes"), slot,
+                                  bytes_text(kMaxResourceBytes)));
 }
 
 SinkWindow BoundedKVConfig::retention_for(int64_t source_len) const {

@@ -11,6 +11,8 @@ namespace {
 const BoundedKVSpec& validated(const BoundedKVSpec& spec, const ResourceOptions& options) {
   spec.config.validate(fmt::format("resource '{}'", spec.resource_key));
   check_options("bounded_kv", options);
+  check_fits_memory(fmt::format("resource '{}' (max_slots {})", spec.resource_key, spec.config.max_slots), spec.config.pool_bytes(),
+                    options.backend);
   return spec;
 }
 
@@ -38,6 +40,44 @@ void BoundedKVManager::plan(const Step& step, const StepContext& ctx) {
   plan_ = book_.plan(step, ctx);
   storage_.stage(plan_);
   staged_ = true;
+}
+
+BoundedRequestState BoundedKVManager::get_state(const std::string& rid) const {
+  const BoundedRequest* r = book_.find(rid);
+  if (!r) throw InputError(fmt::format("bounded_kv: get_state of unknown request '{}'", rid));
+  BoundedRequestState st{{}, r->written, r->source, r->source_len};
+  if (!r->slot) {
+    MSTAR_ASSERT(r->written == 0, "a request with committed entries holds its slot");
+    return st;
+  }
+  for (int64_t l = 0; l < spec_.config.num_layers; ++l) st.kv.push_back(storage_.copy_slot(l, *r->slot));
+  return st;
+}
+
+void BoundedKVManager::restore_position(const std::string& rid, const BoundedRequestState& state) {
+  book_.restore(rid, state.written, state.source, state.source_len);
+}
+
+void BoundedKVManager::load_state(const std::string& rid, const BoundedRequestState& state) {
+  const BoundedRequest* r = book_.find(rid);
+  if (!r || !r->slot) throw InputError(fmt::format("bounded_kv: load_state of request '{}', which holds no slot", rid));
+  const BoundedKVConfig& c = spec_.config;
+  if (state.written > 0 || !state.kv.empty()) {
+    if (static_cast<int64_t>(state.kv.size()) != c.num_layers)
+      throw InputError(fmt::format("bounded_kv load_state: the state has {} layers but this resource has {}",
+                                   state.kv.size(), c.num_layers));
+    // Every layer is checked before any is written, so a refused state changes nothing.
+    const Shape want{c.rows_per_request, c.num_heads, c.retained_tokens(), 2 * c.head_dim};
+    for (int64_t l = 0; l < c.num_layers; ++l) {
+      const HostBuffer& kv = state.kv[static_cast<size_t>(l)];
+      if (!(kv.shape() == want) || kv.dtype() != c.dtype)
+        throw InputError(fmt::format("bounded_kv load_state: layer {}: the state is {} {}, but a slot of this "
+                                     "resource retains {} {}",
+                                     l, kv.dtype(), kv.shape(), c.dtype, want));
+    }
+  }
+  book_.restore(rid, state.written, state.source, state.source_len);
+  for (size_t l = 0; l < state.kv.size(); ++l) storage_.load_slot(static_cast<int64_t>(l), *r->slot, state.kv[l]);
 }
 
 void BoundedKVManager::commit(const Step& step, const StepContext& ctx) {

@@ -5,6 +5,7 @@
 // every lifecycle rule is tested without allocating a cache.
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "resources/bounded_kv/book.h"
 #include "resources/bounded_kv/config.h"
@@ -13,6 +14,17 @@
 #include "resources/resource.h"
 
 namespace mstar {
+
+// One request's stream in every layer, with its position: a copy the caller
+// may hold while the slot serves others (what a snapshot keeps of it).
+struct BoundedRequestState {
+  // Per layer: the slot's retained entries, [R, H, retained_tokens, 2D] in
+  // the cache dtype. Empty for a request that has committed nothing.
+  std::vector<HostBuffer> kv;
+  int64_t written = 0;  // committed entries past the source
+  int source = 0;       // the source the stream started on
+  int64_t source_len = 0;
+};
 
 class BoundedKVManager final : public Resource {
  public:
@@ -57,6 +69,18 @@ class BoundedKVManager final : public Resource {
   // scratch, retained entries are untouched until commit. Throws InputError
   // on shapes that do not match the plan.
   void attend(int64_t layer, const BoundedAttendArgs& args) { storage_.attend(layer, args); }
+
+  // The request's state (InputError for an unknown request). A request
+  // without a slot has committed nothing: its state holds no entries.
+  BoundedRequestState get_state(const std::string& rid) const;
+  // Before the request's first step here: its committed position, so that
+  // step's declaration is checked against it while it waits for a slot.
+  // InputError, and nothing changed, when the position cannot be here.
+  void restore_position(const std::string& rid, const BoundedRequestState& state);
+  // With the request's slot held: its entries and position. A state of
+  // another geometry or dtype is refused with the layer and the shapes,
+  // before anything is written.
+  void load_state(const std::string& rid, const BoundedRequestState& state);
 
   // Slot pool plus registered sources, in bytes. The pool is fixed at build;
   // only registering or removing a source changes the total.

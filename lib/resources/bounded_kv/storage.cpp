@@ -288,6 +288,38 @@ std::size_t BoundedKVStorage::source_bytes() const {
   return b;
 }
 
+namespace {
+
+// Calls f(pool offset, state offset, bytes) for each contiguous run of a
+// slot's retained entries in a layer: one per row and head.
+template <class F>
+void slot_runs(const BoundedKVConfig& c, int32_t slot, F&& f) {
+  const auto es = static_cast<int64_t>(dtype_size(c.dtype));
+  const int64_t kept = c.retained_tokens() * 2 * c.head_dim * es, stride = c.slot_tokens() * 2 * c.head_dim * es;
+  for (int64_t rh = 0; rh < c.rows_per_request * c.num_heads; ++rh)
+    f((static_cast<int64_t>(slot) * c.rows_per_request * c.num_heads + rh) * stride, rh * kept,
+      static_cast<std::size_t>(kept));
+}
+
+}  // namespace
+
+HostBuffer BoundedKVStorage::copy_slot(int64_t layer, int32_t slot) const {
+  const BoundedKVConfig& c = config_;
+  HostBuffer out(c.dtype, Shape{c.rows_per_request, c.num_heads, c.retained_tokens(), 2 * c.head_dim});
+  const auto* base = static_cast<const unsigned char*>(layers_.at(static_cast<size_t>(layer)).data());
+  slot_runs(c, slot, [&](int64_t at, int64_t to, std::size_t bytes) {
+    if (bytes) alloc_.copy_to_host(static_cast<unsigned char*>(out.data()) + to, base + at, bytes);
+  });
+  return out;
+}
+
+void BoundedKVStorage::load_slot(int64_t layer, int32_t slot, const HostBuffer& kv) {
+  auto* base = static_cast<unsigned char*>(layers_.at(static_cast<size_t>(layer)).data());
+  slot_runs(config_, slot, [&](int64_t at, int64_t from, std::size_t bytes) {
+    if (bytes) alloc_.copy_from_host(base + at, static_cast<const unsigned char*>(kv.data()) + from, bytes);
+  });
+}
+
 std::vector<unsigned char> BoundedKVStorage::read_layer(int64_t layer) const {
   const DeviceBuffer& b = layers_.at(static_cast<size_t>(layer));
   std::vector<unsigned char> out(b.bytes());

@@ -62,8 +62,13 @@ class BoundedKVStorage {
 
   std::size_t pool_bytes() const;
   std::size_t source_bytes() const;
-  // A copy of one layer's pool, for tests and snapshots.
+  // A copy of one layer's pool, for tests.
   std::vector<unsigned char> read_layer(int64_t layer) const;
+  // One slot's retained entries in one layer, [R, H, retained_tokens, 2D] in
+  // the cache dtype, copied to the host (the scratch past them holds nothing
+  // between steps); and back.
+  HostBuffer copy_slot(int64_t layer, int32_t slot) const;
+  void load_slot(int64_t layer, int32_t slot, const HostBuffer& kv);
 
  private:
   struct Source {

@@ -72,6 +72,11 @@ AdmitOutcome RingKVBook::check(const Step& step, const StepContext& ctx) const {
     }
     const int64_t f = fit->second;
     if (f < 0) return AdmitOutcome::refuse(rid, fmt::format("{}: declares negative frame {}", what, f));
+    // The clock moves to f + 1 and a bucket is computed from f + dilation:
+    // a frame past 2^62 would overflow both.
+    if (f > kMaxFrame)
+      return AdmitOutcome::refuse(rid, fmt::format("{}: declares frame {}, beyond the clock's range [0, {}]", what, f,
+                                                   kMaxFrame));
     if (req->next_frame && f != *req->next_frame)
       return AdmitOutcome::refuse(
           rid, fmt::format("{}: broken frame clock: frame {} was expected but frame {} was declared ({}; it would "
@@ -178,6 +183,15 @@ std::optional<int32_t> RingKVBook::remove(const std::string& rid) {
 std::vector<uint8_t> RingKVBook::written(int64_t layer, int32_t session) const {
   const uint8_t* f = flags(layer, session);
   return std::vector<uint8_t>(f, f + frame_slots(layer));
+}
+
+void RingKVBook::restore_clock(const std::string& rid, std::optional<int64_t> next_frame) {
+  auto it = requests_.find(rid);
+  if (it == requests_.end()) throw InputError(fmt::format("ring_kv: restore of unknown request '{}'", rid));
+  if (next_frame && (*next_frame < 0 || *next_frame > kMaxFrame + 1))
+    throw InputError(fmt::format("ring_kv: restore of request '{}': next frame {} is outside [0, {}]", rid, *next_frame,
+                                 kMaxFrame + 1));
+  it->second.next_frame = next_frame;
 }
 
 void RingKVBook::restore(const std::string& rid, std::optional<int64_t> next_frame,

@@ -38,6 +38,9 @@ struct RingKVPlan {
 
 class RingKVBook {
  public:
+  // The largest frame a step may declare.
+  static constexpr int64_t kMaxFrame = int64_t{1} << 62;
+
   explicit RingKVBook(const RingKVConfig& config);
 
   const RingKVConfig& config() const { return config_; }
@@ -61,6 +64,9 @@ class RingKVBook {
 
   // One session's written flags in one layer ([ring_frames + 1], scratch last).
   std::vector<uint8_t> written(int64_t layer, int32_t session) const;
+  // Sets a request's clock before it holds a session (a restored state);
+  // InputError when the request is unknown or the frame out of range.
+  void restore_clock(const std::string& rid, std::optional<int64_t> next_frame);
   // Restores a session's clock and flags (a loaded state).
   void restore(const std::string& rid, std::optional<int64_t> next_frame,
                const std::vector<std::vector<uint8_t>>& written);

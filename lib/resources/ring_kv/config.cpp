@@ -3,8 +3,11 @@
 #include <limits>
 
 #include "core/check_ranges.h"
+#include "core/checked.h"
+#include "core/files.h"
 #include "core/format_value.h"
 #include "core/errors.h"
+#include "resources/resource.h"
 
 namespace mstar {
 
@@ -15,24 +18,35 @@ void RingKVConfig::validate(std::string_view where) const {
                                   num_layers));
   for (size_t l = 0; l < layers.size(); ++l) {
     const RingGeometry& g = layers[l];
-    if (g.ring_frames <= 0)
-      throw ConfigError(fmt::format("{}: layers[{}].ring_frames must be positive, got {}", where, l, g.ring_frames));
+    if (g.ring_frames <= 0 || g.ring_frames > INT32_MAX)
+      throw ConfigError(fmt::format("{}: layers[{}].ring_frames must be in [1, {}], got {}", where, l, INT32_MAX,
+                                    g.ring_frames));
     if (g.ring_buckets <= 0 || g.ring_buckets > g.ring_frames)
       throw ConfigError(fmt::format("{}: layers[{}].ring_buckets must be in [1, ring_frames = {}], got {}", where, l,
                                     g.ring_frames, g.ring_buckets));
-    if (g.pinned_dilation < 1)
-      throw ConfigError(fmt::format("{}: layers[{}].pinned_dilation must be at least 1, got {}", where, l,
-                                    g.pinned_dilation));
-    // Every size below must fit: slots per layer and bytes of the buffer.
-    int64_t slots = 0, bytes = 0;
-    if (__builtin_mul_overflow(g.ring_frames + 1, tokens_per_frame, &slots) ||
-        __builtin_mul_overflow(slots, total_sessions(), &slots) ||
-        __builtin_mul_overflow(slots, 2 * num_kv_heads * head_dim, &bytes) ||
-        __builtin_mul_overflow(bytes, static_cast<int64_t>(dtype_size(dtype)), &bytes) || bytes > (int64_t{1} << 50))
-      throw ConfigError(fmt::format("{}: layers[{}] would need more than 2^50 bytes ({} sessions of {} frames of {} "
-                                    "tokens)",
-                                    where, l, total_sessions(), g.ring_frames + 1, tokens_per_frame));
+    if (g.pinned_dilation < 1 || g.pinned_dilation > (int64_t{1} << 30))
+      throw ConfigError(fmt::format("{}: layers[{}].pinned_dilation must be in [1, {}], got {}", where, l,
+                                    int64_t{1} << 30, g.pinned_dilation));
   }
+  // The rings' bytes, computed before anything is allocated: a size no
+  // machine holds is refused here, naming it, not by the allocator.
+  uint64_t total = 0, per_session = 0;
+  bool fits = true;
+  for (const RingGeometry& g : layers) {
+    const auto session = checked_product({g.ring_frames + 1, tokens_per_frame, 2, num_kv_heads, head_dim,
+                                           static_cast<int64_t>(dtype_size(dtype))});
+    fits = fits && session && !__builtin_add_overflow(per_session, *session, &per_session);
+  }
+  const auto all = fits ? checked_product({static_cast<int64_t>(std::min<uint64_t>(per_session, INT64_MAX)),
+                                           total_sessions()})
+                        : std::nullopt;
+  if (all) total = *all;
+  if (!all || total > kMaxResourceBytes)
+    throw ConfigError(fmt::format("{}: num_sessions {} needs {} for the rings ({} per session, plus one padding "
+                                  "session), over the limit of {} for one resource",
+                                  where, num_sessions, all ? bytes_text(total) : std::string("more than 2^64 bytes"),
+                                  fits ? bytes_text(per_session) : std::string("more than 2^64 bytes"),
+                                  bytes_text(kMaxResourceBytes)));
 }
 
 int64_t RingKVConfig::capacity(int64_t layer) const {

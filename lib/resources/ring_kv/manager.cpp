@@ -8,9 +8,17 @@ namespace mstar {
 
 namespace {
 
+std::size_t ring_bytes(const RingKVConfig& c) {
+  std::size_t b = 0;
+  for (int64_t l = 0; l < c.num_layers; ++l) b += c.layer_bytes(l);
+  return b;
+}
+
 const RingKVSpec& validated(const RingKVSpec& spec, const ResourceOptions& options) {
   spec.config.validate(fmt::format("resource '{}'", spec.resource_key));
   check_options("ring_kv", options);
+  check_fits_memory(fmt::format("resource '{}' (num_sessions {})", spec.resource_key, spec.config.num_sessions), ring_bytes(spec.config),
+                    options.backend);
   return spec;
 }
 
@@ -67,6 +75,10 @@ RingSessionState RingKVManager::get_state(const std::string& rid) const {
   return st;
 }
 
+void RingKVManager::restore_position(const std::string& rid, const RingSessionState& state) {
+  book_.restore_clock(rid, state.next_frame);
+}
+
 void RingKVManager::load_state(const std::string& rid, const RingSessionState& state) {
   const int32_t s = held_session(rid, "load_state");
   const RingKVConfig& c = spec_.config;
@@ -78,13 +90,20 @@ void RingKVManager::load_state(const std::string& rid, const RingSessionState& s
     const Shape want{2, c.num_kv_heads, c.capacity(l), c.head_dim};
     const HostBuffer& kv = state.kv[static_cast<size_t>(l)];
     const auto frames = c.layers[static_cast<size_t>(l)].ring_frames + 1;
-    if (!(kv.shape() == want) || kv.dtype() != c.dtype ||
-        static_cast<int64_t>(state.written[static_cast<size_t>(l)].size()) != frames)
+    const std::vector<uint8_t>& flags = state.written[static_cast<size_t>(l)];
+    if (!(kv.shape() == want) || kv.dtype() != c.dtype || static_cast<int64_t>(flags.size()) != frames)
       throw InputError(fmt::format("ring_kv load_state: layer {}: the state is {} {} with {} frame flags, but a "
                                    "session of this ring is {} {} with {}",
-                                   l, kv.dtype(), kv.shape(), state.written[static_cast<size_t>(l)].size(), c.dtype,
-                                   want, frames));
+                                   l, kv.dtype(), kv.shape(), flags.size(), c.dtype, want, frames));
+    // A frame slot is written or not, and the scratch frame always counts as written.
+    for (size_t f = 0; f < flags.size(); ++f)
+      if (flags[f] > 1 || (f + 1 == flags.size() && flags[f] != 1))
+        throw InputError(fmt::format("ring_kv load_state: layer {}: frame flag {} is {}, not a flag a ring keeps", l, f,
+                                     flags[f]));
   }
+  if (state.next_frame && (*state.next_frame < 0 || *state.next_frame > RingKVBook::kMaxFrame + 1))
+    throw InputError(fmt::format("ring_kv load_state: the clock's next frame {} is outside [0, {}]", *state.next_frame,
+                                 RingKVBook::kMaxFrame + 1));
   for (int64_t l = 0; l < c.num_layers; ++l) storage_.load_session(l, s, state.kv[static_cast<size_t>(l)]);
   book_.restore(rid, state.next_frame, state.written);
 }

@@ -62,6 +62,10 @@ class RingKVManager final : public Resource {
   }
 
   RingSessionState get_state(const std::string& rid) const;
+  // Before the request's first step here: its clock, so that step's
+  // declared frame is checked against it while it waits for a session.
+  // InputError, and nothing changed, when the clock is out of range.
+  void restore_position(const std::string& rid, const RingSessionState& state);
   // Restores into the request's session; a state of another geometry is
   // refused with the layer and the shapes, before anything is written.
   void load_state(const std::string& rid, const RingSessionState& state);

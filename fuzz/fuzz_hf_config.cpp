@@ -1,0 +1,29 @@
+// Hugging Face config.json and generation_config.json, read by the llama and
+// qwen2 families (the first byte chooses the family and which file the rest
+// of the input replaces; the other file is the committed checkpoint's).
+#include "common.h"
+#include "core/json_text.h"
+#include "models/family.h"
+
+using namespace mstar;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size == 0) return 0;
+  static const fs::path dir = fuzz::scratch() / "checkpoint";
+  static const fs::path ckpt = fuzz::source_dir() / "models" / "hf-demo-qwen2";
+  fs::create_directories(dir);
+  const bool generation = data[0] & 1;
+  fs::copy_file(ckpt / (generation ? "config.json" : "generation_config.json"),
+                dir / (generation ? "config.json" : "generation_config.json"), fs::copy_options::overwrite_existing);
+  fuzz::write(dir / (generation ? "generation_config.json" : "config.json"), data + 1, size - 1);
+  const ModelFamily* family = find_family(data[0] & 2 ? "llama" : "qwen2");
+  ArchitectureInput in;
+  in.checkpoint = dir;
+  in.positions = data[0] & 4 ? "cache" : "stream";
+  in.error = [](const std::string& msg) { (void)msg.size(); };
+  if (std::unique_ptr<Architecture> a = family->read_architecture(in)) {
+    (void)a->tensors();
+    (void)dump_json(a->to_json());
+  }
+  return 0;
+}

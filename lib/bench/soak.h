@@ -1,0 +1,54 @@
+#pragma once
+// mstar-bench soak: one engine run for minutes on end under random arrivals,
+// cancellations, malformed and refused requests, duplicate ids, snapshots
+// and resumes, sampled every second. It fails when
+//  - a request is lost: every submission (request, bad line, resume) must
+//    end in exactly one done or error event;
+//  - a slot or session is not returned: when the engine is idle at the end,
+//    none is in use and no request is registered;
+//  - resident memory grows: no sample after the warm-up may pass the
+//    warm-up's peak by more than growth_limit (1%).
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "bench/report.h"
+#include "config/deployment.h"
+
+namespace mstar::bench {
+
+struct SoakOptions {
+  double minutes = 1;
+  double warmup_minutes = 1;  // capped at a fifth of the run
+  uint64_t seed = 1;
+  double growth_limit = 0.01;
+};
+
+struct SoakSample {
+  double seconds = 0;
+  int64_t rss_bytes = 0;
+  int64_t in_use = 0, capacity = 0;  // slots or sessions, every resource summed
+  int64_t running = 0, waiting = 0;
+  int64_t produced = 0;              // tokens or frames so far
+  int64_t submitted = 0, ended = 0;  // submissions so far, and their endings
+};
+
+struct SoakResult {
+  std::vector<SoakSample> samples;
+  int64_t steps = 0, produced = 0;
+  int64_t submitted = 0, done = 0, cancelled = 0, failed = 0;
+  int64_t bad = 0, duplicates = 0, snapshots = 0, snapshot_errors = 0, resumed = 0;
+  int64_t rss_warm_peak = 0, rss_after_peak = 0;  // bytes
+  std::vector<std::string> problems;              // empty: the soak passed
+};
+
+SoakResult soak(const ResolvedDeployment& d, const SoakOptions& options);
+
+// The per-second samples as CSV, the summary as a table, and the curves
+// (resident memory, slots in use) as SVG.
+std::string soak_csv(const SoakResult& r);
+Table soak_table(const SoakResult& r, const SoakOptions& options);
+std::string soak_svg(const SoakResult& r, const std::string& title);
+
+}  // namespace mstar::bench
