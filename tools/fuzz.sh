@@ -2,7 +2,7 @@
 # Runs mstar's libFuzzer harnesses (fuzz/) over corpora seeded from the
 # tree's own inputs (tests/data, the shipped configs and models, fuzz/data).
 #
-#   tools/fuzz.sh --ci              every harness for 10 s (what .ci/run does)
+#   tools/fuzz.sh --ci              every harness for 30 s (what .ci/run does)
 #   tools/fuzz.sh HOURS             every harness for HOURS / 10 hours, in turn
 #   tools/fuzz.sh --seconds N [--only NAME]...   every (or the named) harness for N s
 #
@@ -16,7 +16,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-seconds=10
+seconds=30
 only=()
 case "${1:-}" in
   --ci) shift ;;
