@@ -11,6 +11,7 @@
 #include "core/errors.h"
 #include "models/safetensors.h"
 #include "models/tensors.h"
+#include "temp_dir.h"
 
 using namespace mstar;
 namespace fs = std::filesystem;
@@ -86,18 +87,7 @@ std::string replace(std::string text, const std::string& from, const std::string
   return text.replace(at, from.size(), to);
 }
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int n = 0;
-    path = fs::temp_directory_path() / fmt::format("mstar-check-test-{}-{}", ::getpid(), n++);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  void write(const std::string& name, const std::string& text) const {
-    std::ofstream(path / name, std::ios::binary) << text;
-  }
-};
+using test::TempDir;
 
 struct Result {
   std::optional<ResolvedDeployment> resolved;

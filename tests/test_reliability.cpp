@@ -28,6 +28,7 @@
 #include "engine/stats.h"
 #include "models/safetensors.h"
 #include "models/weights.h"
+#include "temp_dir.h"
 
 using namespace mstar;
 using nlohmann::json;
@@ -35,19 +36,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int n = 0;
-    path = fs::temp_directory_path() / fmt::format("mstar-reliability-{}-{}", ::getpid(), n++);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string operator/(const std::string& name) const { return (path / name).string(); }
-};
+using test::TempDir;
 
 void spill(const fs::path& p, const std::string& s) { std::ofstream(p, std::ios::binary) << s; }
 std::string slurp(const fs::path& p) {

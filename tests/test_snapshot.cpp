@@ -19,6 +19,7 @@
 #include "engine/program.h"
 #include "engine/run.h"
 #include "engine/snapshot.h"
+#include "temp_dir.h"
 
 using namespace mstar;
 using nlohmann::json;
@@ -26,20 +27,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A scratch directory removed when the test ends.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int n = 0;
-    path = fs::temp_directory_path() / fmt::format("mstar-snapshot-test-{}-{}", ::getpid(), n++);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string operator/(const std::string& name) const { return (path / name).string(); }
-};
+using test::TempDir;
 
 std::string slurp(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
