@@ -70,14 +70,7 @@ inline void drive(Engine& engine, std::vector<RequestLine> lines, int64_t budget
   size_t next = 0;
   for (int64_t step = 0; step < budget; ++step) {
     for (; next < lines.size() && lines[next].arrival <= step; ++next) {
-      RequestLine& l = lines[next];
-      switch (l.kind) {
-        case RequestLine::Kind::request: engine.submit(std::move(l.body)); break;
-        case RequestLine::Kind::cancel: engine.cancel(l.id); break;
-        case RequestLine::Kind::reject: engine.reject(l.id, l.message); break;
-        case RequestLine::Kind::snapshot: engine.snapshot(l.id, l.path); break;
-        case RequestLine::Kind::resume: engine.resume(l.path, l.id); break;
-      }
+      deliver(engine, lines[next]);
     }
     note(engine.step());
   }

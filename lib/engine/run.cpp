@@ -97,6 +97,16 @@ std::vector<RequestLine> workload_lines(const ResolvedDeployment& d) {
   return out;
 }
 
+void deliver(Engine& engine, RequestLine& l) {
+  switch (l.kind) {
+    case RequestLine::Kind::request: engine.submit(std::move(l.body)); break;
+    case RequestLine::Kind::cancel: engine.cancel(l.id); break;
+    case RequestLine::Kind::reject: engine.reject(l.id, l.message); break;
+    case RequestLine::Kind::snapshot: engine.snapshot(l.id, l.path); break;
+    case RequestLine::Kind::resume: engine.resume(l.path, l.id); break;
+  }
+}
+
 RunStats run_lines(Engine& engine, std::vector<RequestLine> lines, const RunOptions& options, const EventSink& events) {
   std::stable_sort(lines.begin(), lines.end(),
                    [](const RequestLine& a, const RequestLine& b) { return a.arrival < b.arrival; });
@@ -105,14 +115,7 @@ RunStats run_lines(Engine& engine, std::vector<RequestLine> lines, const RunOpti
     // Nothing runs until the next arrival: jump to it rather than walk idle steps.
     if (engine.idle() && next < lines.size()) step = std::max(step, lines[next].arrival);
     for (; next < lines.size() && lines[next].arrival <= step; ++next) {
-      RequestLine& l = lines[next];
-      switch (l.kind) {
-        case RequestLine::Kind::request: engine.submit(std::move(l.body)); break;
-        case RequestLine::Kind::cancel: engine.cancel(l.id); break;
-        case RequestLine::Kind::reject: engine.reject(l.id, l.message); break;
-        case RequestLine::Kind::snapshot: engine.snapshot(l.id, l.path); break;
-        case RequestLine::Kind::resume: engine.resume(l.path, l.id); break;
-      }
+      deliver(engine, lines[next]);
     }
     for (const Event& e : engine.step()) events(e);
     if (options.after_step) options.after_step();

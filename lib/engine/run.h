@@ -55,6 +55,9 @@ struct RunOptions {
   std::function<void()> after_step;            // after each step's events went to the sink (flush them)
 };
 
+// Hands one line to the engine (its body is moved out of a request line).
+void deliver(Engine& engine, RequestLine& line);
+
 RunStats run_lines(Engine& engine, std::vector<RequestLine> lines, const RunOptions& options, const EventSink& events);
 
 }  // namespace mstar
