@@ -217,7 +217,11 @@ void Listener::accept_loop() {
     bool busy;
     {
       std::lock_guard lock(m_);
-      busy = waiting_.size() >= static_cast<std::size_t>(threads_);
+      // Counted by open connections, not by the queue's length: whether a
+      // thread has already taken a connection from the queue is a race the
+      // client cannot see, so the 2 * threads + 1st connection is refused
+      // however quickly the threads were scheduled.
+      busy = open_ >= 2 * static_cast<int64_t>(threads_);
       if (busy) ++refused_;
       else waiting_.push_back(c), ++open_;
     }
