@@ -8,6 +8,7 @@
 
 #include "config/deployment.h"
 #include "config/memory_plan.h"
+#include "config/yaml_source.h"
 #include "core/errors.h"
 #include "models/safetensors.h"
 #include "models/tensors.h"
@@ -344,6 +345,18 @@ TEST_CASE("hostile manifest paths: missing, a directory, a system file, a device
   CHECK(model_error("/etc/passwd").find("/etc/passwd:1:1: error: manifest: expected a mapping of keys, got 'root:") == 0);
   CHECK(model_error("/dev/zero") == "/dev/zero: error: is not a regular file (a device, socket or pipe?)\n"
                                     "c.yaml:1:8: error: model: '/dev/zero' is not a valid model manifest (see above)\n");
+  // A manifest one byte over the 1 MiB limit is refused by its size; one
+  // at the limit is read whole (a comment, so it parses as nothing).
+  const auto sized = [&](std::size_t bytes) {
+    TempDir dir;
+    std::string comment(bytes, 'x');
+    comment[0] = '#';
+    dir.write("m.yaml", comment);
+    dir.write("c.yaml", "model: m.yaml\nbackend: cpu\n");
+    return check_files(dir).errors;
+  };
+  CHECK(sized(kMaxConfigBytes + 1).find("m.yaml: error: larger than 1048576 bytes; not a config file\n") == 0);
+  CHECK(sized(kMaxConfigBytes).find("larger than") == std::string::npos);
 }
 
 TEST_CASE("the memory plan is computed without allocating and matches the resources' own figures") {
