@@ -151,7 +151,7 @@ TEST_CASE("rows per request: two consecutive rows each, padding anywhere") {
   CHECK(out.reason == "request 'a': its rows are not consecutive (row 2 follows row 0)");
 }
 
-TEST_CASE("plan and commit twice are harmless; reset keeps the slot, remove frees it") {
+TEST_CASE("plan and commit twice are harmless, reset keeps the slot, remove frees it") {
   BoundedKVBook b(cfg(2));
   b.ingest("a");
   auto s = StepBuilder{}.add("a", 5, 0);

@@ -33,7 +33,7 @@ json speech(const std::string& id, int max_tokens, uint64_t seed) {
 
 }  // namespace
 
-TEST_CASE("engine: submit and cancel from a second thread while another steps; every request ends once") {
+TEST_CASE("engine: submit and cancel from a second thread while another steps, every request ends once") {
   auto engine = Engine::create(demo("tts-demo.yaml", {"resources.voice_kv.max_slots=3", "workload.requests.count=0"}));
   constexpr int kRequests = 24;
   std::atomic<bool> submitted{false};

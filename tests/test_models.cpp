@@ -218,7 +218,7 @@ TEST_CASE("tts: layers split over two resources of different windows route each 
   CHECK_THROWS_WITH_AS(both_long.layer<BoundedKVManager>(2), "resources: no resource serves layer 2", InputError);
 }
 
-TEST_CASE("weights: the safetensors file the tool writes loads back to the same tokens; broken files are refused") {
+TEST_CASE("weights: the safetensors file the tool writes loads back to the same tokens, broken files are refused") {
   const TtsArchitecture a = tts_arch();
   const auto specs = a.tensors();
   const Weights dummy = Weights::dummy(specs, 5);
@@ -296,7 +296,16 @@ TEST_CASE("weights: the safetensors file the tool writes loads back to the same 
   CHECK(tensors_with([](auto& d) { d[2].shape = {16, 64}; }) ==
         "tensor 'layers.0.attn.q.weight' has shape [16, 64], expected [32, 32]");
   CHECK(tensors_with([](auto& d) { d[0].bytes -= 4; }) == "tensor 'embed.weight' holds 6396 bytes, its shape needs 6400");
-  CHECK(tensors_with([](auto& d) { d[0].dtype = DType::f16; d[0].bytes /= 2; }) == "loaded");  // f16 files load
+  {  // f16 files load: the embedding's values rounded to f16
+    const WeightTensor& e = dummy.get(specs[0].name);
+    std::vector<uint16_t> half(static_cast<size_t>(e.bytes / 4));
+    for (size_t i = 0; i < half.size(); ++i) half[i] = f32_to_f16(static_cast<const float*>(e.data)[i]);
+    CHECK(tensors_with([&](auto& d) {
+            d[0].dtype = DType::f16;
+            d[0].data = half.data();
+            d[0].bytes = half.size() * 2;
+          }) == "loaded");
+  }
   CHECK(tensors_with([](auto& d) { d.push_back(d[1]); d.back().name = "extra.weight"; }) ==
         "unexpected tensor 'extra.weight' (not part of this architecture)");
   {

@@ -17,6 +17,7 @@
 
 #include "bench/kernels.h"
 #include "config/bounded_kv_json.h"
+#include "config/yaml_source.h"
 #include "core/checked.h"
 #include "core/files.h"
 #include "core/json_text.h"
@@ -215,7 +216,36 @@ TEST_CASE("reliability: --frames-dir writes every id inside the directory under 
 
 // --- Unbounded reads and silent loss ------------------------------------------
 
-TEST_CASE("reliability: every file read has a limit; directories and devices are refused or bounded") {
+TEST_CASE("reliability: a ',' outside [ ] or { } is refused where it stands, wherever it stands") {
+  // yaml-cpp 0.7 never ended a stream holding one of these (fuzz_deployment
+  // found the first, fuzz_manifest the one after comments and blank lines).
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {", !c ", "t.yaml:1:1: error: "},
+      {"# a comment\n\n, a\n", "t.yaml:3:1: error: "},
+      {"   \n  , x\n", "t.yaml:2:3: error: "},
+      {"- a\n, b\n", "t.yaml:2:1: error: "},
+      {"[a, b]\n, c\n", "t.yaml:2:1: error: "},
+      {"--- # c\n, x\n", "t.yaml:2:1: error: "},
+  };
+  for (const auto& [text, where] : cases) {
+    CAPTURE(text);
+    Diagnostics diags;
+    CHECK_FALSE(load_yaml_text(text, "t.yaml", diags));
+    CHECK(diags.str() == where + "unexpected ',': outside [ ] or { } a comma cannot start a value\n");
+  }
+  // Inside a flow collection a comma is what it should be; two documents are
+  // refused as two documents, a ',' starting the second one too.
+  Diagnostics ok;
+  CHECK(load_yaml_text("a: [1, 2]\nb: {c: 3, d: 4}\n", "t.yaml", ok));
+  Diagnostics two;
+  CHECK_FALSE(load_yaml_text("a: 1\n---\nb: 2\n", "t.yaml", two));
+  CHECK(two.str().find("more than one YAML document in one file") != std::string::npos);
+  Diagnostics second;
+  CHECK_FALSE(load_yaml_text("a: 1\n---\n, b\n", "t.yaml", second));
+  CHECK(second.str().find("more than one YAML document in one file") != std::string::npos);
+}
+
+TEST_CASE("reliability: every file read has a limit, directories and devices are refused or bounded") {
   TempDir dir;
   CHECK(what_of([&] { read_file(dir.path, 100, "--requests d"); }) == "--requests d: is a directory, not a file");
   CHECK(what_of([] { read_file("/dev/zero", 1024, "voice"); }) == "voice: is larger than the limit of 1024 bytes");
@@ -258,7 +288,7 @@ TEST_CASE("reliability: a failed write is an error naming the file, and an atomi
 
 // --- Numbers -----------------------------------------------------------------
 
-TEST_CASE("reliability: numbers beyond int64 are named as written; overflowing arithmetic is refused") {
+TEST_CASE("reliability: numbers beyond int64 are named as written, overflowing arithmetic is refused") {
   const json r = json::parse(R"({"id": "a", "max_tokens": 9223372036854775808})");
   CHECK(what_of([&] { RequestFields(r, "request 'a'").integer("max_tokens", 1, 100); }) ==
         "request 'a': 'max_tokens' must be in [1, 100], got 9223372036854775808");

@@ -156,7 +156,7 @@ TEST_CASE("scheduler: world rollouts wait for sessions, stream frames, and fail 
   CHECK(alone.of("w1") == r.of("w1"));
 }
 
-TEST_CASE("scheduler: classifier-free guidance rows; scale 1 speaks exactly as the conditional row alone") {
+TEST_CASE("scheduler: classifier-free guidance rows, scale 1 speaks exactly as the conditional row alone") {
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / fmt::format("mstar-cfg-test-{}", ::getpid());
   fs::create_directories(dir);

@@ -223,7 +223,7 @@ TEST_CASE("serve: a request streams the engine's events, as server-sent events o
   CHECK(post(srv.port, with_arrival).events == want.at("g"));
 }
 
-TEST_CASE("serve: frame events carry the engine's event body; the latents are not sent") {
+TEST_CASE("serve: frame events carry the engine's event body, the latents are not sent") {
   const auto d = deployment("world-demo.yaml");
   const json w{{"id", "w"}, {"frames", 2}, {"seed", 4}};
   const auto want = expected(d, {w});

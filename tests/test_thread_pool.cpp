@@ -43,7 +43,7 @@ TEST_CASE("thread pool: a parallel_for inside a body runs inline on that worker"
   for (const auto& h : hits) CHECK(h.load() == 1);
 }
 
-TEST_CASE("thread pool: a slow item delays only itself; the next jobs see only their own items") {
+TEST_CASE("thread pool: a slow item delays only itself, the next jobs see only their own items") {
   // Worker 1 sleeps on its first item of every job, as if its core were
   // taken; the caller runs the rest. Each job writes its own number, so an
   // item run twice or by a late helper for the wrong job shows up.

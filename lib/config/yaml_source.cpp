@@ -51,7 +51,11 @@ std::pair<int64_t, int64_t> line_col(const std::string& s, std::size_t offset) {
 class AnchorFinder : public YAML::EventHandler {
  public:
   std::optional<YAML::Mark> found;
-  void OnDocumentStart(const YAML::Mark&) override {}
+  std::optional<YAML::Mark> stuck;  // where a document started at the previous one's start
+  void OnDocumentStart(const YAML::Mark& m) override {
+    if (last_start_ && last_start_->pos == m.pos && !stuck) stuck = m;
+    last_start_ = m;
+  }
   void OnDocumentEnd() override {}
   void OnNull(const YAML::Mark& m, YAML::anchor_t a) override { note(m, a); }
   void OnAlias(const YAML::Mark& m, YAML::anchor_t) override {
@@ -68,6 +72,7 @@ class AnchorFinder : public YAML::EventHandler {
   void OnMapEnd() override {}
 
  private:
+  std::optional<YAML::Mark> last_start_;
   void note(const YAML::Mark& m, YAML::anchor_t a) {
     if (a != YAML::NullAnchor && !found) found = m;
   }
@@ -98,26 +103,36 @@ std::optional<YAML::Node> load_yaml_text(const std::string& text, const std::str
     const std::size_t nl = text.find('\n', line_start);
     line_start = nl == std::string::npos ? text.size() : nl + 1;
   }
-  // yaml-cpp 0.7 never returns from a text whose first line starts with ','
-  // (the fuzzers found ", !c "); no YAML document can start so, since ',' may
-  // not begin a plain scalar.
-  if (const std::size_t first = text.find_first_not_of(' '); first != std::string::npos && text[first] == ',') {
-    diags.error(label, 1, static_cast<int64_t>(first) + 1, "a YAML document cannot start with ','");
-    return std::nullopt;
-  }
   try {
     std::istringstream in(text);
     YAML::Parser parser(in);
     AnchorFinder finder;
+    // yaml-cpp 0.7 does not consume a ',' outside [ ] or { } (a flow entry in
+    // block context): every further document starts at that same ',' and
+    // the stream never ends (the fuzzers found ", !c " and "- a\n, b").
+    // A document that starts where the one before it did has read nothing,
+    // so the walk stops there; and past the second document, the file is
+    // refused anyway.
     int documents = 0;
-    while (parser.HandleNextDocument(finder)) ++documents;
+    while (documents < 3 && parser.HandleNextDocument(finder)) {
+      ++documents;
+      if (finder.stuck) {
+        const YAML::Mark& m = *finder.stuck;
+        const auto at = static_cast<std::size_t>(m.pos);  // yaml-cpp counts UTF-8 input in bytes
+        diags.error(label, m.line + 1, m.column + 1,
+                    m.pos >= 0 && at < text.size() && text[at] == ','
+                        ? std::string("unexpected ',': outside [ ] or { } a comma cannot start a value")
+                        : std::string("the YAML parser cannot go on from here"));
+        return std::nullopt;
+      }
+    }
     if (finder.found) {
       diags.error(label, finder.found->line + 1, finder.found->column + 1,
                   "anchors and aliases (&name, *name) are not allowed in mstar files; write the value out");
       return std::nullopt;
     }
     if (documents > 1) {
-      diags.error(label, 0, 0, fmt::format("{} YAML documents in one file; mstar reads exactly one", documents));
+      diags.error(label, 0, 0, "more than one YAML document in one file; mstar reads exactly one");
       return std::nullopt;
     }
     YAML::Node root = YAML::Load(text);
