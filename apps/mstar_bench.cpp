@@ -38,9 +38,9 @@ using namespace mstar::bench;
 
 namespace {
 
-// "1,4,16": positive integers for `option`; anything else is a ConfigError
-// naming the option and the item.
-std::vector<int64_t> parse_list(const std::string& s, const char* option) {
+// "1,4,16": integers in [minimum, 2^30] for `option`; anything else is a
+// ConfigError naming the option and the item.
+std::vector<int64_t> parse_list(const std::string& s, const char* option, int64_t minimum = 1) {
   std::vector<int64_t> out;
   size_t start = 0;
   while (start <= s.size()) {
@@ -48,8 +48,9 @@ std::vector<int64_t> parse_list(const std::string& s, const char* option) {
     const std::string item = s.substr(start, comma - start);
     int64_t v = 0;
     const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
-    if (item.empty() || ec != std::errc() || end != item.data() + item.size() || v < 1 || v > (int64_t{1} << 30))
-      throw ConfigError(fmt::format("{} '{}': '{}' is not a count in [1, {}]", option, s, item, int64_t{1} << 30));
+    if (item.empty() || ec != std::errc() || end != item.data() + item.size() || v < minimum || v > (int64_t{1} << 30))
+      throw ConfigError(
+          fmt::format("{} '{}': '{}' is not a count in [{}, {}]", option, s, item, minimum, int64_t{1} << 30));
     out.push_back(v);
     start = comma + 1;
   }
@@ -352,7 +353,7 @@ int main(int argc, char** argv) {
       copt.backend = parse_backend(cbackend, "--backend");
       copt.kv_dtype = parse_dtype(ckv, "--kv-dtype");
       copt.streams = cstreams.empty() ? std::vector<int64_t>{} : parse_list(cstreams, "--streams");
-      if (!depths.empty()) copt.depths = parse_list(depths, "--depths");
+      if (!depths.empty()) copt.depths = parse_list(depths, "--depths", 0);  // 0: a fresh stream
       const CheckpointBench b = bench_checkpoint(folder, copt);
       for (const Table* t : {&b.load, &b.sweep, &b.depths, &b.prefill}) {
         if (t->rows.empty()) continue;
