@@ -118,7 +118,9 @@ std::optional<YAML::Node> load_yaml_text(const std::string& text, const std::str
       ++documents;
       if (finder.stuck) {
         const YAML::Mark& m = *finder.stuck;
-        const auto at = static_cast<std::size_t>(m.pos);  // yaml-cpp counts UTF-8 input in bytes
+        // yaml-cpp's offset: bytes of UTF-8 text, a byte-order mark not counted
+        // (the general message then).
+        const auto at = static_cast<std::size_t>(m.pos);
         diags.error(label, m.line + 1, m.column + 1,
                     m.pos >= 0 && at < text.size() && text[at] == ','
                         ? std::string("unexpected ',': outside [ ] or { } a comma cannot start a value")
