@@ -1,12 +1,14 @@
 #include "config/yaml_source.h"
 
-#include <algorithm>
 #include <fstream>
 #include <sstream>
 
 #include <yaml-cpp/eventhandler.h>
 
 #include <fmt/format.h>
+
+#include "core/errors.h"
+#include "core/files.h"
 
 namespace mstar {
 
@@ -171,22 +173,17 @@ std::optional<YAML::Node> load_yaml_file(const std::filesystem::path& path, cons
     diags.error(label, 0, 0, "cannot be opened for reading");
     return std::nullopt;
   }
-  // Read in pieces to at most one byte past the limit: a file that lies
-  // about its size (/proc, say) still cannot make us read forever, and a
-  // small file costs its size, not the limit (a 1 MiB buffer zero-filled per
-  // file was most of the time a deployment took to load).
+  // At most one byte past the limit, in pieces (core/files.h): a file that
+  // lies about its size (/proc, say) cannot make us read forever, and a small
+  // file costs its size, not the limit (a 1 MiB buffer zero-filled per file
+  // was most of the time a deployment took to load).
   std::string text;
-  char buf[1 << 14];
-  while (text.size() <= kMaxConfigBytes && in) {
-    in.read(buf, static_cast<std::streamsize>(std::min(sizeof buf, kMaxConfigBytes + 1 - text.size())));
-    text.append(buf, static_cast<std::size_t>(in.gcount()));
-  }
-  if (in.bad()) {
-    diags.error(label, 0, 0, "reading failed");
-    return std::nullopt;
-  }
-  if (text.size() > kMaxConfigBytes) {
-    diags.error(label, 0, 0, fmt::format("larger than {} bytes; not a config file", kMaxConfigBytes));
+  try {
+    text = read_stream(in, kMaxConfigBytes, label);
+  } catch (const InputError&) {
+    diags.error(label, 0, 0,
+                in.bad() ? std::string("reading failed")
+                         : fmt::format("larger than {} bytes; not a config file", kMaxConfigBytes));
     return std::nullopt;
   }
   return load_yaml_text(text, label, diags);
