@@ -2,7 +2,7 @@
 # registers each case as a ctest entry that runs `--test-case=NAME`; CMake
 # splits a name at ';' into two entries whose filters match no case, and a
 # doctest run that matches nothing exits 0. Such a case would never run
-# while ctest showed it passed (nine did, until this check).
+# while ctest showed it passed (eight did, until this check).
 # Usage: cmake -DEXE=path/to/doctest_binary -P test_names.cmake
 execute_process(COMMAND ${EXE} --list-test-cases --no-version OUTPUT_VARIABLE out RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
