@@ -9,17 +9,21 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <memory>
 #include <set>
 #include <sstream>
 
+#include "bench/engine_bench.h"
 #include "bench/kernels.h"
 #include "config/bounded_kv_json.h"
 #include "config/yaml_source.h"
 #include "core/checked.h"
 #include "core/files.h"
+#include "core/heap.h"
 #include "core/json_text.h"
 #include "engine/engine.h"
 #include "engine/program.h"
@@ -443,4 +447,28 @@ TEST_CASE("reliability: latency samples stay bounded however long a run is, and 
   CHECK(s.sum() == 500000500000.0);
   // A uniform sample: the median of 1..1e6 within a percent.
   CHECK(std::abs(s.percentile(50) - 500000) < 10000);
+}
+
+TEST_CASE("reliability: freed heap memory goes back to the system, and the heap says what it holds") {
+  if (heap_in_use_bytes() < 0) {
+    MESSAGE("the heap in use (another C library, or a sanitizer's allocator) neither says nor trims");
+    return;
+  }
+  const int64_t before = heap_in_use_bytes();
+  // 8 MiB in 16 KiB pieces (below glibc's mmap threshold: on the heap), each
+  // followed by a small allocation that stays: freed, the pieces cannot merge
+  // into the heap's top, so only the trim gives their pages back.
+  std::vector<std::unique_ptr<char[]>> pieces, keep;
+  for (int i = 0; i < 512; ++i) {
+    pieces.emplace_back(new char[16384]);
+    std::memset(pieces.back().get(), 1, 16384);
+    keep.emplace_back(new char[64]);
+  }
+  CHECK(heap_in_use_bytes() - before >= int64_t{8} << 20);
+  pieces.clear();
+  CHECK(heap_in_use_bytes() - before < int64_t{1} << 20);
+  const int64_t freed = bench::current_rss_bytes();
+  return_free_heap();
+  // At least the three whole pages inside each piece.
+  CHECK(freed - bench::current_rss_bytes() >= int64_t{5} << 20);
 }

@@ -12,6 +12,7 @@
 #include "bench/engine_bench.h"
 #include "bench/svg.h"
 #include "core/errors.h"
+#include "core/heap.h"
 #include "engine/engine.h"
 #include "engine/program.h"
 
@@ -150,6 +151,7 @@ SoakResult soak(const ResolvedDeployment& d, const SoakOptions& o) {
     SoakSample s;
     s.seconds = t;
     s.rss_bytes = current_rss_bytes();
+    s.heap_bytes = heap_in_use_bytes();
     for (int64_t i = 0; i < engine->resources().size(); ++i) s.in_use += engine->resources().at(i).occupancy().in_use;
     s.capacity = capacity;
     s.running = engine->running();
@@ -237,6 +239,8 @@ SoakResult soak(const ResolvedDeployment& d, const SoakOptions& o) {
   for (const SoakSample& s : out.samples) {
     if (s.seconds <= warm_s) out.rss_warm_peak = std::max(out.rss_warm_peak, s.rss_bytes);
     else out.rss_after_peak = std::max(out.rss_after_peak, s.rss_bytes);
+    int64_t& heap_peak = s.seconds <= warm_s ? out.heap_warm_peak : out.heap_after_peak;
+    heap_peak = std::max(heap_peak, s.heap_bytes);
   }
   if (out.rss_warm_peak > 0 &&
       static_cast<double>(out.rss_after_peak) > static_cast<double>(out.rss_warm_peak) * (1 + o.growth_limit))
@@ -252,20 +256,30 @@ SoakResult soak(const ResolvedDeployment& d, const SoakOptions& o) {
 }
 
 std::string soak_csv(const SoakResult& r) {
-  std::string s = "seconds,rss_mib,in_use,capacity,running,waiting,produced,submitted,ended\n";
+  std::string s = "seconds,rss_mib,heap_mib,in_use,capacity,running,waiting,produced,submitted,ended\n";
   for (const SoakSample& x : r.samples)
-    s += fmt::format("{:.1f},{:.3f},{},{},{},{},{},{},{}\n", x.seconds, static_cast<double>(x.rss_bytes) / (1 << 20),
+    s += fmt::format("{:.1f},{:.3f},{},{},{},{},{},{},{},{}\n", x.seconds, static_cast<double>(x.rss_bytes) / (1 << 20),
+                     x.heap_bytes < 0 ? std::string() : fmt::format("{:.3f}", static_cast<double>(x.heap_bytes) / (1 << 20)),
                      x.in_use, x.capacity, x.running, x.waiting, x.produced, x.submitted, x.ended);
   return s;
 }
 
+namespace {
+
+nlohmann::json mib_or_blank(int64_t bytes) {
+  return bytes < 0 ? nlohmann::json("-") : nlohmann::json(static_cast<double>(bytes) / (1 << 20));
+}
+
+}  // namespace
+
 Table soak_table(const SoakResult& r, const SoakOptions& o) {
   const double seconds = r.samples.empty() ? 0 : r.samples.back().seconds;
   return Table{{"minutes", "steps", "produced", "submitted", "done", "cancelled", "failed", "bad", "duplicates",
-                "snapshots", "snapshot_errors", "resumed", "rss_warm_peak_mib", "rss_after_peak_mib", "growth_pct",
-                "limit_pct", "result"},
+                "snapshots", "snapshot_errors", "resumed", "heap_warm_peak_mib", "heap_after_peak_mib",
+                "rss_warm_peak_mib", "rss_after_peak_mib", "growth_pct", "limit_pct", "result"},
                {{seconds / 60, r.steps, r.produced, r.submitted, r.done, r.cancelled, r.failed, r.bad, r.duplicates,
-                 r.snapshots, r.snapshot_errors, r.resumed, static_cast<double>(r.rss_warm_peak) / (1 << 20),
+                 r.snapshots, r.snapshot_errors, r.resumed, mib_or_blank(r.heap_warm_peak), mib_or_blank(r.heap_after_peak),
+                 static_cast<double>(r.rss_warm_peak) / (1 << 20),
                  static_cast<double>(r.rss_after_peak) / (1 << 20),
                  r.rss_warm_peak > 0 ? 100.0 * (static_cast<double>(r.rss_after_peak) / static_cast<double>(r.rss_warm_peak) - 1)
                                      : 0.0,
@@ -273,15 +287,17 @@ Table soak_table(const SoakResult& r, const SoakOptions& o) {
 }
 
 std::string soak_svg(const SoakResult& r, const std::string& title) {
-  Series rss{"resident memory", "#c33", {}, {}}, slots{"slots or sessions in use", "#2a7", {}, {}},
-      capacity{"capacity", "#888", {}, {}};
+  Series rss{"resident memory", "#c33", {}, {}}, heap{"held through malloc", "#36c", {}, {}},
+      slots{"slots or sessions in use", "#2a7", {}, {}}, capacity{"capacity", "#888", {}, {}};
   for (const SoakSample& s : r.samples) {
     const double m = s.seconds / 60;
     rss.x.push_back(m), rss.y.push_back(static_cast<double>(s.rss_bytes) / (1 << 20));
+    if (s.heap_bytes >= 0) heap.x.push_back(m), heap.y.push_back(static_cast<double>(s.heap_bytes) / (1 << 20));
     slots.x.push_back(m), slots.y.push_back(static_cast<double>(s.in_use));
     capacity.x.push_back(m), capacity.y.push_back(static_cast<double>(s.capacity));
   }
-  return side_by_side(line_chart(title + ": resident memory", "minutes", "MiB", {rss}, false),
+  return side_by_side(line_chart(title + ": memory", "minutes", "MiB",
+                                 heap.x.empty() ? std::vector<Series>{rss} : std::vector<Series>{rss, heap}, false),
                       line_chart(title + ": pool", "minutes", "in use", {slots, capacity}, false));
 }
 

@@ -8,6 +8,8 @@
 //    none is in use and no request is registered;
 //  - resident memory grows: no sample after the warm-up may pass the
 //    warm-up's peak by more than growth_limit (1%).
+// Beside resident memory it samples what the program holds through malloc,
+// which tells a leak (both grow) from memory the allocator keeps.
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -28,6 +30,7 @@ struct SoakOptions {
 struct SoakSample {
   double seconds = 0;
   int64_t rss_bytes = 0;
+  int64_t heap_bytes = -1;           // held through malloc (core/heap.h); -1: not known
   int64_t in_use = 0, capacity = 0;  // slots or sessions, every resource summed
   int64_t running = 0, waiting = 0;
   int64_t produced = 0;              // tokens or frames so far
@@ -40,6 +43,7 @@ struct SoakResult {
   int64_t submitted = 0, done = 0, cancelled = 0, failed = 0;
   int64_t bad = 0, duplicates = 0, snapshots = 0, snapshot_errors = 0, resumed = 0;
   int64_t rss_warm_peak = 0, rss_after_peak = 0;  // bytes
+  int64_t heap_warm_peak = -1, heap_after_peak = -1;  // bytes held through malloc; reported, not judged
   std::vector<std::string> problems;              // empty: the soak passed
 };
 

@@ -4,6 +4,7 @@
 
 #include "core/errors.h"
 #include "core/files.h"
+#include "core/heap.h"
 #include "engine/requests.h"
 
 namespace mstar {
@@ -80,7 +81,12 @@ void Engine::error(const std::string& id, const std::string& message, std::vecto
   events.push_back({nlohmann::json{{"event", "error"}, {"id", id}, {"message", message}}, {}});
 }
 
+void Engine::dropping(const Live& live) {
+  if (!live.pending_state.empty()) freed_snapshot_buffers_ = true;
+}
+
 void Engine::fail(std::unique_ptr<Live> live, const std::string& message, std::vector<Event>& events) {
+  dropping(*live);
   kv_->remove_request(live->id);
   error(live->id, message, events);
 }
@@ -103,6 +109,7 @@ Live* Engine::find_live(const std::string& id) const {
 bool Engine::in_use(const std::string& id) const { return find_live(id) != nullptr; }
 
 void Engine::take_snapshot(const Inbox& item, std::vector<Event>& events) {
+  freed_snapshot_buffers_ = true;  // the states and their encoding, gone when this returns
   const Live* live = find_live(item.id);
   if (!live)
     return op_error("snapshot", item.id, fmt::format("snapshot: no waiting or running request '{}'", item.id), events,
@@ -125,6 +132,7 @@ void Engine::take_snapshot(const Inbox& item, std::vector<Event>& events) {
 }
 
 void Engine::take_resume(const Inbox& item, std::vector<Event>& events) {
+  freed_snapshot_buffers_ = true;  // the file's bytes, gone when this returns
   const std::string name = item.path.string();
   std::string id = item.id;
   try {
@@ -164,6 +172,7 @@ void Engine::take(Inbox item, std::vector<Event>& events) {
           if ((*it)->id == item.id) {
             nlohmann::json done{{"event", "done"}, {"id", item.id}, {"reason", "cancelled"}};
             done.update(program_->progress(**it));
+            dropping(**it);
             kv_->remove_request(item.id);
             list.erase(it);
             ++stats_.requests_cancelled;
@@ -223,6 +232,7 @@ void Engine::admit(std::vector<Event>& events) {
           // entries go in before the step runs (checked when it was resumed).
           if (!l.pending_state.empty()) {
             kv_->load_state(l.id, l.pending_state);
+            dropping(l);
             l.pending_state.clear();
           }
           running_.push_back(std::move(waiting_.front()));
@@ -256,17 +266,26 @@ void Engine::admit(std::vector<Event>& events) {
 
 std::vector<Event> Engine::step() {
   std::vector<Event> events;
+  run_step(events);
+  if (freed_snapshot_buffers_) {
+    return_free_heap();
+    freed_snapshot_buffers_ = false;
+  }
+  return events;
+}
+
+void Engine::run_step(std::vector<Event>& events) {
   std::vector<Inbox> inbox;
   {
     std::lock_guard lock(inbox_mutex_);
     inbox.swap(inbox_);
   }
   for (Inbox& item : inbox) take(std::move(item), events);
-  if (running_.empty() && waiting_.empty()) return events;
+  if (running_.empty() && waiting_.empty()) return;
 
   const auto start = Clock::now();
   admit(events);
-  if (running_.empty()) return events;
+  if (running_.empty()) return;
   peak_in_use_.resize(static_cast<size_t>(kv_->size()));
   for (int64_t i = 0; i < kv_->size(); ++i)
     peak_in_use_[static_cast<size_t>(i)] = std::max(peak_in_use_[static_cast<size_t>(i)], kv_->at(i).occupancy().in_use);
@@ -304,7 +323,6 @@ std::vector<Event> Engine::step() {
   stats_.step_ms.add(step_ms);
   stats_.host_ms.add(step_ms - forward_ms);
   ++stats_.steps;
-  return events;
 }
 
 RunStats Engine::stats() const {

@@ -103,6 +103,9 @@ class Engine {
   // Admits the step: every running request plus as many waiting ones, in
   // arrival order, as fit the rows and the resources. Fills step_ and ctx_.
   void admit(std::vector<Event>& events);
+  void run_step(std::vector<Event>& events);
+  // A live stream is dropped: a resumed one not yet admitted frees its states.
+  void dropping(const Live& live);
 
   ResolvedDeployment d_;
   std::unique_ptr<Weights> weights_;
@@ -122,6 +125,9 @@ class Engine {
   RunStats stats_;
   Clock::time_point started_;
   std::vector<int64_t> peak_in_use_;  // per resource
+  // This step freed a snapshot's bytes or a resumed stream's states: MiBs
+  // that the heap keeps resident unless handed back (core/heap.h).
+  bool freed_snapshot_buffers_ = false;
 };
 
 }  // namespace mstar
