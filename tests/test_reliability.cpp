@@ -19,6 +19,7 @@
 
 #include "bench/engine_bench.h"
 #include "bench/kernels.h"
+#include "bench/soak.h"
 #include "config/bounded_kv_json.h"
 #include "config/yaml_source.h"
 #include "core/checked.h"
@@ -471,4 +472,37 @@ TEST_CASE("reliability: freed heap memory goes back to the system, and the heap 
   return_free_heap();
   // At least the three whole pages inside each piece.
   CHECK(freed - bench::current_rss_bytes() >= int64_t{5} << 20);
+}
+
+TEST_CASE("reliability: the soak judges memory by its level, so buffers that come and go are not growth") {
+  using bench::SoakSample;
+  // 25 minutes after a 5-minute warm-up, one sample a second, around 100 MiB.
+  auto run = [](auto rss_at) {
+    std::vector<SoakSample> s;
+    for (int t = 0; t <= 1800; ++t) {
+      SoakSample x;
+      x.seconds = t;
+      x.rss_bytes = rss_at(t);
+      s.push_back(x);
+    }
+    return s;
+  };
+  constexpr int64_t MiB = int64_t{1} << 20;
+  // Flat, with a buffer of 5 MiB in flight one second in seven: peaks, no growth.
+  const auto spikes = bench::memory_levels(run([&](int t) { return 100 * MiB + (t % 7 == 0 ? 5 * MiB : 0); }), 300, 1800, 60);
+  CHECK(spikes.windows == 25);
+  CHECK(spikes.base == 100 * MiB);
+  CHECK(spikes.growth() == 0.0);
+  // A leak of 2 MiB over the 25 minutes: the last minute's level is 2% up.
+  const auto leak = bench::memory_levels(run([&](int t) { return 100 * MiB + (t > 300 ? 2 * MiB * (t - 300) / 1500 : 0); }),
+                                         300, 1800, 60);
+  CHECK(leak.growth() > 0.018);
+  CHECK(leak.growth() < 0.02);
+  CHECK(leak.high_from_s == 1740);
+  // A step of half a MiB a third of the way: half a percent, from there on.
+  const auto step = bench::memory_levels(run([&](int t) { return t < 800 ? 100 * MiB : 100 * MiB + MiB / 2; }), 300, 1800, 60);
+  CHECK(step.growth() == doctest::Approx(0.005));
+  // A last window shorter than half of one does not count: 15 s of 45 here.
+  const auto tail = bench::memory_levels(run([&](int t) { return t > 1780 ? 200 * MiB : 100 * MiB; }), 300, 1800, 45);
+  CHECK(tail.growth() == 0.0);
 }

@@ -6,8 +6,9 @@
 //    end in exactly one done or error event;
 //  - a slot or session is not returned: when the engine is idle at the end,
 //    none is in use and no request is registered;
-//  - resident memory grows: no sample after the warm-up may pass the
-//    warm-up's peak by more than growth_limit (1%).
+//  - resident memory grows: its level (the median of each minute after the
+//    warm-up, memory_levels below) may not rise above the first minute's by
+//    more than growth_limit (1%).
 // Beside resident memory it samples what the program holds through malloc,
 // which tells a leak (both grow) from memory the allocator keeps.
 #include <cstdint>
@@ -42,12 +43,31 @@ struct SoakResult {
   int64_t steps = 0, produced = 0;
   int64_t submitted = 0, done = 0, cancelled = 0, failed = 0;
   int64_t bad = 0, duplicates = 0, snapshots = 0, snapshot_errors = 0, resumed = 0;
-  int64_t rss_warm_peak = 0, rss_after_peak = 0;  // bytes
-  int64_t heap_warm_peak = -1, heap_after_peak = -1;  // bytes held through malloc; reported, not judged
-  std::vector<std::string> problems;              // empty: the soak passed
+  // Peaks, in bytes, reported and not judged: they are the buffers of
+  // operations in flight at a sampled second (a snapshot being written, a
+  // resumed stream's states waiting), so they come and go, and the highest
+  // of a longer run is higher however flat the memory.
+  int64_t rss_warm_peak = 0, rss_after_peak = 0;
+  int64_t heap_warm_peak = -1, heap_after_peak = -1;  // held through malloc
+  int64_t rss_level_base = 0, rss_level_high = 0;     // bytes, memory_levels
+  std::vector<std::string> problems;                  // empty: the soak passed
 };
 
 SoakResult soak(const ResolvedDeployment& d, const SoakOptions& options);
+
+// The level of resident memory after the warm-up: the median of the samples
+// in each window of `window_s` seconds from `warm_s` to `end_s` (the last,
+// shorter window counts when it holds half a window of samples). A leak
+// raises every later window's median; a buffer that comes and goes moves
+// only the samples that meet it.
+struct MemoryLevels {
+  int64_t base = 0;           // the first window's median, bytes
+  int64_t high = 0;           // the highest window median, bytes
+  double high_from_s = 0;     // where that window starts
+  int windows = 0;
+  double growth() const { return base > 0 ? static_cast<double>(high) / static_cast<double>(base) - 1 : 0.0; }
+};
+MemoryLevels memory_levels(const std::vector<SoakSample>& samples, double warm_s, double end_s, double window_s);
 
 // The per-second samples as CSV, the summary as a table, and the curves
 // (resident memory, slots in use) as SVG.

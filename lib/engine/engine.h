@@ -64,6 +64,8 @@ class Engine {
   void resume(std::filesystem::path path, std::string id = "");
 
   // Admits, plans, runs the forward, commits; returns the step's events.
+  // A step that freed a snapshot's buffers (written, resumed, a resumed
+  // stream admitted or dropped) then hands the heap's free pages back.
   std::vector<Event> step();
   // Nothing submitted, waiting or running. Thread-safe.
   bool idle() const;
