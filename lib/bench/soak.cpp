@@ -248,8 +248,8 @@ SoakResult soak(const ResolvedDeployment& d, const SoakOptions& o) {
     heap_peak = std::max(heap_peak, s.heap_bytes);
   }
   // A minute, or a quarter of what follows the warm-up in a short run.
-  const MemoryLevels level = memory_levels(out.samples, warm_s, run_s, std::clamp((run_s - warm_s) / 4, 1.0, 60.0));
-  out.rss_level_base = level.base, out.rss_level_high = level.high;
+  const MemoryLevels& level = out.rss_level =
+      memory_levels(out.samples, warm_s, run_s, std::clamp((run_s - warm_s) / 4, 1.0, 60.0));
   if (level.growth() > o.growth_limit)
     out.problems.push_back(fmt::format("resident memory grew from a level of {:.2f} MiB in the first window after the "
                                        "warm-up to {:.2f} MiB in the window from {:.0f} s (+{:.2f}%, limit {:.0f}%)",
@@ -307,11 +307,8 @@ Table soak_table(const SoakResult& r, const SoakOptions& o) {
                {{seconds / 60, r.steps, r.produced, r.submitted, r.done, r.cancelled, r.failed, r.bad, r.duplicates,
                  r.snapshots, r.snapshot_errors, r.resumed, mib_or_blank(r.heap_warm_peak), mib_or_blank(r.heap_after_peak),
                  static_cast<double>(r.rss_warm_peak) / (1 << 20),
-                 static_cast<double>(r.rss_after_peak) / (1 << 20), static_cast<double>(r.rss_level_base) / (1 << 20),
-                 static_cast<double>(r.rss_level_high) / (1 << 20),
-                 r.rss_level_base > 0
-                     ? 100.0 * (static_cast<double>(r.rss_level_high) / static_cast<double>(r.rss_level_base) - 1)
-                     : 0.0,
+                 static_cast<double>(r.rss_after_peak) / (1 << 20), static_cast<double>(r.rss_level.base) / (1 << 20),
+                 static_cast<double>(r.rss_level.high) / (1 << 20), 100 * r.rss_level.growth(),
                  100 * o.growth_limit, r.problems.empty() ? "pass" : fmt::format("FAIL ({} problems)", r.problems.size())}}};
 }
 

@@ -38,23 +38,6 @@ struct SoakSample {
   int64_t submitted = 0, ended = 0;  // submissions so far, and their endings
 };
 
-struct SoakResult {
-  std::vector<SoakSample> samples;
-  int64_t steps = 0, produced = 0;
-  int64_t submitted = 0, done = 0, cancelled = 0, failed = 0;
-  int64_t bad = 0, duplicates = 0, snapshots = 0, snapshot_errors = 0, resumed = 0;
-  // Peaks, in bytes, reported and not judged: they are the buffers of
-  // operations in flight at a sampled second (a snapshot being written, a
-  // resumed stream's states waiting), so they come and go, and the highest
-  // of a longer run is higher however flat the memory.
-  int64_t rss_warm_peak = 0, rss_after_peak = 0;
-  int64_t heap_warm_peak = -1, heap_after_peak = -1;  // held through malloc
-  int64_t rss_level_base = 0, rss_level_high = 0;     // bytes, memory_levels
-  std::vector<std::string> problems;                  // empty: the soak passed
-};
-
-SoakResult soak(const ResolvedDeployment& d, const SoakOptions& options);
-
 // The level of resident memory after the warm-up: the median of the samples
 // in each window of `window_s` seconds from `warm_s` to `end_s` (the last,
 // shorter window counts when it holds half a window of samples). A leak
@@ -67,10 +50,29 @@ struct MemoryLevels {
   int windows = 0;
   double growth() const { return base > 0 ? static_cast<double>(high) / static_cast<double>(base) - 1 : 0.0; }
 };
+
+struct SoakResult {
+  std::vector<SoakSample> samples;
+  int64_t steps = 0, produced = 0;
+  int64_t submitted = 0, done = 0, cancelled = 0, failed = 0;
+  int64_t bad = 0, duplicates = 0, snapshots = 0, snapshot_errors = 0, resumed = 0;
+  // Peaks, in bytes, reported and not judged: they are the buffers of
+  // operations in flight at a sampled second (a snapshot being written, a
+  // resumed stream's states waiting), so they come and go, and the highest
+  // of a longer run is higher however flat the memory.
+  int64_t rss_warm_peak = 0, rss_after_peak = 0;
+  int64_t heap_warm_peak = -1, heap_after_peak = -1;  // held through malloc
+  MemoryLevels rss_level;                             // what the rule judges
+  std::vector<std::string> problems;                  // empty: the soak passed
+};
+
+SoakResult soak(const ResolvedDeployment& d, const SoakOptions& options);
+
+// The levels of `samples`, as MemoryLevels says.
 MemoryLevels memory_levels(const std::vector<SoakSample>& samples, double warm_s, double end_s, double window_s);
 
 // The per-second samples as CSV, the summary as a table, and the curves
-// (resident memory, slots in use) as SVG.
+// (resident memory and what malloc holds; slots in use) as SVG.
 std::string soak_csv(const SoakResult& r);
 Table soak_table(const SoakResult& r, const SoakOptions& options);
 std::string soak_svg(const SoakResult& r, const std::string& title);
