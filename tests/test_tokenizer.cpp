@@ -310,6 +310,10 @@ TEST_CASE("tokenizer: everything outside the supported subset is refused, naming
   expect_refused([](json& j) { j["model"]["merges"][0] = "Ġ zzzq"; }, {"model.merges[0]", "\"zzzq\""});
   expect_refused([](json& j) { j["model"]["merges"][0] = "a b c"; }, {"model.merges[0]", "\"a b c\""});
   expect_refused([](json& j) { j["model"]["vocab"]["dup"] = 5; }, {"model.vocab.dup", "id 5"});
+  // Found by fuzz_tokenizer: one id of 155 million sized the id tables to GiBs.
+  expect_refused([](json& j) { j["model"]["vocab"]["far"] = 1 << 30; }, {"model.vocab.far", "id 1073741824 is out of range"});
+  expect_refused([](json& j) { j["model"]["vocab"]["gap"] = 2 * (j["model"]["vocab"].size() + 1) + 1024; },
+                 {"model.vocab.gap", "out of range", "takes ids below"});
   expect_refused([](json& j) { j["added_tokens"][0]["lstrip"] = true; }, {"added_tokens[0].lstrip", "true"});
   expect_refused([](json& j) { j["added_tokens"][2]["single_word"] = true; }, {"added_tokens[2].single_word"});
   expect_refused([](json& j) { j["added_tokens"][1]["id"] = 4100; }, {"added_tokens[1].id", "4100", "4001"});

@@ -56,7 +56,13 @@ std::unique_ptr<BpeModel> BpeModel::from_json(const JsonAt& j) {
   for (auto it = vocab.json().begin(); it != vocab.json().end(); ++it) {
     const JsonAt v = vocab.at(it.key());
     const int64_t id = v.integer();
-    if (id < 0 || id >= INT32_MAX) v.fail(fmt::format("id {} is out of range", id));
+    // Ids index tables (here and in the decoder), so one id of 2^30 would
+    // claim GiBs. Gaps are allowed, but the tables stay within twice the
+    // vocabulary: ids below 2n + 1024.
+    const int64_t id_limit = 2 * static_cast<int64_t>(vocab.json().size()) + 1024;
+    if (id < 0 || id >= id_limit)
+      v.fail(fmt::format("id {} is out of range: a vocabulary of {} entries takes ids below {}", id,
+                         vocab.json().size(), id_limit));
     const auto id32 = static_cast<int32_t>(id);
     if (static_cast<size_t>(id32) >= m->id_to_token_.size()) {
       m->id_to_token_.resize(static_cast<size_t>(id32) + 1);
