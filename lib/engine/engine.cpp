@@ -81,12 +81,12 @@ void Engine::error(const std::string& id, const std::string& message, std::vecto
   events.push_back({nlohmann::json{{"event", "error"}, {"id", id}, {"message", message}}, {}});
 }
 
-void Engine::dropping(const Live& live) {
+void Engine::releasing_states(const Live& live) {
   if (!live.pending_state.empty()) freed_snapshot_buffers_ = true;
 }
 
 void Engine::fail(std::unique_ptr<Live> live, const std::string& message, std::vector<Event>& events) {
-  dropping(*live);
+  releasing_states(*live);
   kv_->remove_request(live->id);
   error(live->id, message, events);
 }
@@ -172,7 +172,7 @@ void Engine::take(Inbox item, std::vector<Event>& events) {
           if ((*it)->id == item.id) {
             nlohmann::json done{{"event", "done"}, {"id", item.id}, {"reason", "cancelled"}};
             done.update(program_->progress(**it));
-            dropping(**it);
+            releasing_states(**it);
             kv_->remove_request(item.id);
             list.erase(it);
             ++stats_.requests_cancelled;
@@ -232,7 +232,7 @@ void Engine::admit(std::vector<Event>& events) {
           // entries go in before the step runs (checked when it was resumed).
           if (!l.pending_state.empty()) {
             kv_->load_state(l.id, l.pending_state);
-            dropping(l);
+            releasing_states(l);
             l.pending_state.clear();
           }
           running_.push_back(std::move(waiting_.front()));

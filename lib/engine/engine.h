@@ -106,8 +106,9 @@ class Engine {
   // arrival order, as fit the rows and the resources. Fills step_ and ctx_.
   void admit(std::vector<Event>& events);
   void run_step(std::vector<Event>& events);
-  // A live stream is dropped: a resumed one not yet admitted frees its states.
-  void dropping(const Live& live);
+  // A live stream's states from a snapshot are about to be freed: loaded at
+  // admission, or the stream dropped before it.
+  void releasing_states(const Live& live);
 
   ResolvedDeployment d_;
   std::unique_ptr<Weights> weights_;
