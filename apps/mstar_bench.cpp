@@ -178,7 +178,7 @@ int main(int argc, char** argv) {
   run->add_option("--repeats", rrepeats, "runs of the workload")->check(CLI::PositiveNumber);
   run->add_option("--streams", streams, "concurrent streams to sweep, comma-separated");
   run->add_option("--tokens", tokens, "tokens (or frames) per stream in the sweep")->check(CLI::PositiveNumber);
-  std::string folder, cbackend = "cpu", depths, ckv = "bf16";
+  std::string folder, cbackend = "cpu", depths, ckv = "bf16", cact = "f32";
   CheckpointOptions copt;
   std::string cstreams = "1,4,16";
   auto* ckpt = app.add_subcommand("checkpoint", "a Hugging Face checkpoint folder as a speech model: load, memory, "
@@ -194,6 +194,8 @@ int main(int argc, char** argv) {
   ckpt->add_option("--probe", copt.probe, "decode steps timed at each depth")->check(CLI::Range(1, 100000));
   ckpt->add_option("--prefill", copt.prefill, "time one prompt of this many tokens")->check(CLI::Range(0, 1 << 20));
   ckpt->add_option("--kv-dtype", ckv, "the cache's dtype")->check(CLI::IsMember({"f32", "f16", "bf16"}));
+  ckpt->add_option("--activations", cact, "what the matrix products round activations to (the deployment's key)")
+      ->check(CLI::IsMember({"f32", "bf16"}));
   std::string tokenizer_path, text_file;
   int tpasses = 5;
   auto* tokenize = app.add_subcommand("tokenize", "encode throughput of a tokenizer.json over a text file, one thread");
@@ -352,6 +354,7 @@ int main(int argc, char** argv) {
     } else if (*ckpt) {
       copt.backend = parse_backend(cbackend, "--backend");
       copt.kv_dtype = parse_dtype(ckv, "--kv-dtype");
+      copt.activations = parse_dtype(cact, "--activations");
       copt.streams = cstreams.empty() ? std::vector<int64_t>{} : parse_list(cstreams, "--streams");
       if (!depths.empty()) copt.depths = parse_list(depths, "--depths", 0);  // 0: a fresh stream
       const CheckpointBench b = bench_checkpoint(folder, copt);

@@ -31,6 +31,9 @@ void matmul(Backend b, const MatmulParams& p) {
   check(p.x_stride >= p.in && p.y_stride >= p.out, op,
         fmt::format("strides ({}, {}) smaller than the rows ({}, {})", p.x_stride, p.y_stride, p.in, p.out));
   check(p.threads >= 1, op, fmt::format("threads must be at least 1, got {}", p.threads));
+  check(p.x_dtype == DType::f32 || p.x_dtype == DType::bf16, op,
+        fmt::format("activations are rounded to f32 or bf16, got {}", to_string(p.x_dtype)));
+  check(p.x_dtype == DType::f32 || b != Backend::cuda, op, "the cuda backend takes f32 activations only");
   if (p.rows == 0) return;
   check(p.x && p.w && p.y, op, "x, w and y are required");
   switch (b) {

@@ -253,6 +253,18 @@ TEST_CASE("--set overrides are checked exactly like the file") {
   CHECK_THROWS_AS(parse_set("a..b=1"), ConfigError);
 }
 
+TEST_CASE("activations: f32 by default, bf16 on request, nothing else") {
+  Result r = check(kTtsManifest, kConfig, {});
+  REQUIRE_MESSAGE(r.resolved, r.errors);
+  CHECK(r.resolved->deployment.activations == DType::f32);
+  r = check(kTtsManifest, kConfig, {"activations=bf16"});
+  REQUIRE_MESSAGE(r.resolved, r.errors);
+  CHECK(r.resolved->deployment.activations == DType::bf16);
+  CHECK(check(kTtsManifest, kConfig, {"activations=f16"}).errors ==
+        "--set activations=f16: error: activations: f16 is not offered (f32 or bf16)\n");
+  CHECK(check(kTtsManifest, kConfig, {"activations=f8"}).errors.find("activations") != std::string::npos);
+}
+
 TEST_CASE("weights files: missing, wrong names, dtypes and shapes") {
   TempDir dir;
   const std::string manifest = replace(kTtsManifest, "dummy_seed: 3", "file: w.safetensors");

@@ -1,9 +1,11 @@
 // The cpu backend's rope against the reference: the same arithmetic, bit for
-// bit. (The per-instruction-set ops are in test_ops_isa.cpp.)
+// bit; the dispatcher's checks of the matrix product's activations. (The
+// per-instruction-set ops are in test_ops_isa.cpp.)
 #include <doctest/doctest.h>
 
 #include <vector>
 
+#include "core/errors.h"
 #include "ops.h"
 #include "rope.h"
 #include "support.h"
@@ -39,4 +41,20 @@ TEST_CASE("rope: the cpu backend's is the reference's arithmetic, bit for bit, o
     CHECK(got == want);
     CHECK(got != x);
   }
+}
+
+TEST_CASE("matmul: activations are f32 or bf16, and bf16 not on cuda") {
+  const std::vector<float> x(4, 1.0f), w(8, 1.0f);
+  std::vector<float> y(2);
+  MatmulParams p;
+  p.rows = 1, p.in = 4, p.out = 2;
+  p.x = x.data(), p.x_stride = 4;
+  p.w = w.data(), p.w_dtype = DType::f32;
+  p.y = y.data(), p.y_stride = 2;
+  p.x_dtype = DType::f16;
+  CHECK_THROWS_WITH_AS(matmul(Backend::cpu, p), "matmul: activations are rounded to f32 or bf16, got f16", InputError);
+  p.x_dtype = DType::bf16;
+  CHECK_THROWS_WITH_AS(matmul(Backend::cuda, p), "matmul: the cuda backend takes f32 activations only", InputError);
+  matmul(Backend::cpu, p);
+  CHECK(y == std::vector<float>{4.0f, 4.0f});
 }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "core/dtype.h"
@@ -32,12 +33,17 @@ struct MatmulCase {
   DType dt;
   bool bias, accumulate;
   int threads;
+  DType x_dtype = DType::f32;
 };
 
 // Runs the case on `isa` and checks every output against the reference.
 // Tolerance: both sum the same exactly widened products, in f32 against
 // double, so the difference is bounded by the f32 summation error, a few
 // ulps times the sum of the terms' magnitudes: 1e-5 of it for in <= 512.
+// With bf16 activations both multiply the same rounded values (vdpbf16ps's
+// pair products are exact in f32), so the tolerance is the same; a body that
+// skipped the rounding would be off by about 2^-9 of the magnitude, 400 times
+// more.
 void check_matmul(const MatmulCase& c, CpuIsa isa, MatmulPath path) {
   CAPTURE(c.rows);
   CAPTURE(c.in);
@@ -47,6 +53,7 @@ void check_matmul(const MatmulCase& c, CpuIsa isa, MatmulPath path) {
   CAPTURE(c.accumulate);
   CAPTURE(cpu_isa_name(isa));
   CAPTURE(path == MatmulPath::panels ? "panels" : "packed");
+  CAPTURE(to_string(c.x_dtype));
   test::Rng rng(static_cast<uint64_t>(c.rows * 1000003 + c.in * 1009 + c.out));
   const int64_t xs = c.in + 3, ys = c.out + 5;  // strides wider than the rows
   const std::vector<float> x = rng.normals(static_cast<size_t>(c.rows * xs));
@@ -57,6 +64,7 @@ void check_matmul(const MatmulCase& c, CpuIsa isa, MatmulPath path) {
   MatmulParams p;
   p.rows = c.rows, p.in = c.in, p.out = c.out;
   p.x = x.data(), p.x_stride = xs;
+  p.x_dtype = c.x_dtype;
   p.w = w.data(), p.w_dtype = c.dt;
   p.bias = c.bias ? bias.data() : nullptr;
   p.y_stride = ys;
@@ -81,21 +89,52 @@ void check_matmul(const MatmulCase& c, CpuIsa isa, MatmulPath path) {
     }
 }
 
-void matmul_cases(CpuIsa isa) {
+void matmul_cases(CpuIsa isa, DType x_dtype) {
   for (DType dt : {DType::f32, DType::f16, DType::bf16})
     for (int64_t rows : {1, 3, 16, 17, 54})
       for (int64_t in : {17, 54, 97, 128})
         for (int64_t out : {17, 97}) {
           const bool bias = (rows + in) % 2 == 0, accumulate = (in + out) % 3 == 0;
           for (MatmulPath path : {MatmulPath::panels, MatmulPath::packed})
-            check_matmul({rows, in, out, dt, bias, accumulate, static_cast<int>(1 + rows % 2)}, isa, path);
+            check_matmul({rows, in, out, dt, bias, accumulate, static_cast<int>(1 + rows % 2), x_dtype}, isa, path);
         }
 }
 
 }  // namespace
 
 TEST_CASE("matmul: the instruction set's panels and packed tiles agree with the reference") {
-  matmul_cases(test::isa_under_test());
+  matmul_cases(test::isa_under_test(), DType::f32);
+}
+
+// avx512_bf16 runs its vdpbf16ps bodies here (bf16 weights); every other set,
+// and the other weight dtypes, multiply the rounded activations in f32.
+TEST_CASE("matmul: activations rounded to bf16 give the reference's product of the rounded values") {
+  matmul_cases(test::isa_under_test(), DType::bf16);
+  // Rows long enough for several 32-element steps and a masked last one,
+  // with the pair padding of an odd width.
+  for (int64_t in : {1, 31, 33, 895, 896})
+    for (MatmulPath path : {MatmulPath::panels, MatmulPath::packed})
+      check_matmul({5, in, 37, DType::bf16, true, false, 2, DType::bf16}, test::isa_under_test(), path);
+}
+
+TEST_CASE("matmul: a NaN activation stays NaN after rounding to bf16") {
+  // f32_to_bf16 keeps NaN a NaN (truncating a NaN with a low payload would
+  // make an infinity); the vector rounding must agree.
+  std::vector<float> x(40, 1.0f);
+  uint32_t low_payload_nan = 0x7f800001u;
+  std::memcpy(&x[33], &low_payload_nan, sizeof(float));
+  const std::vector<unsigned char> w = stored(std::vector<float>(40, 1.0f), DType::bf16);
+  float y = 0.0f;
+  MatmulParams p;
+  p.rows = 1, p.in = 40, p.out = 1;
+  p.x = x.data(), p.x_stride = 40, p.x_dtype = DType::bf16;
+  p.w = w.data(), p.w_dtype = DType::bf16;
+  p.y = &y, p.y_stride = 1;
+  for (MatmulPath path : {MatmulPath::panels, MatmulPath::packed}) {
+    y = 0.0f;
+    matmul_cpu_path(p, test::isa_under_test(), path);
+    REQUIRE(std::isnan(y));
+  }
 }
 
 namespace {

@@ -37,6 +37,11 @@ OUT = os.path.join(os.path.dirname(HERE), "tests", "data", "hf")
 
 VOICE_LEN, PROMPT_LEN = 10, 6
 FULL_STEPS, BOUNDED_STEPS = 24, 40
+# An engine rounding activations to bf16 against the reference doing the
+# same (tests/test_hf.cpp): they differ only where the engine's f32 and the
+# reference's float64 activations fall on opposite sides of a rounding
+# boundary, so the test keeps the f32 tolerance.
+BF16_ACT_TOL = 1e-5
 SINK, WINDOW = 4, 12          # voice + prompt = 16 = SINK + WINDOW: eviction starts at choice 2
 LOGIT_STEPS = [0, 20, 39]
 # Every greedy choice must win by this much, relative to the spread (std) of
@@ -358,6 +363,13 @@ def make_golden(g: dict) -> dict:
     check_bounded_semantics(model, voice, prompt, runs, teacher)
     # Full: the logits of choice 0 are those of the last prompt position.
     check(close(full[2][0], model.forward_full(voice + prompt)[-1], 0), "full choice 0 logits")
+    # The same logits with every product's input rounded to bf16; the test
+    # holds an engine in that mode to BF16_ACT_TOL of them, which must be far
+    # below how much the rounding moves them, or it could not tell the modes
+    # apart.
+    bf16_act = ref.Model(cfg, weights, activations="bf16").forward_full(voice + prompt)[-1]
+    moved = float(np.max(np.abs(bf16_act - full[2][0])))
+    check(moved >= 10 * BF16_ACT_TOL, f"{g['name']}: bf16 activations move the logits by {moved:.2e} only")
 
     all_margins = list(full[1]) + [x for r in runs.values() for x in r[1]]
     golden = {
@@ -388,6 +400,10 @@ def make_golden(g: dict) -> dict:
             "window_includes_step": False,
             "steps": BOUNDED_STEPS,
             "logit_steps": LOGIT_STEPS,
+        },
+        "bf16_activations": {
+            "logits": [fmt(x) for x in bf16_act],
+            "moved_from_f32": fmt(moved),
         },
         "min_margin": fmt(min(all_margins)),
         "min_relative_margin": fmt(m),

@@ -381,7 +381,7 @@ def numpy_python():
 
 def mstar_checkpoint(args, runner, bench, hf_dir, kind, extra, what):
     cmd = [bench, "checkpoint", hf_dir, "--kind", kind, "--backend", "cpu", "--threads", args.threads,
-           "--kv-dtype", args.peer_kv, *extra, "--json"]
+           "--kv-dtype", args.peer_kv, "--activations", args.mstar_activations, *extra, "--json"]
     out = runner.run(cmd, what)
     return json_tables(out)
 
@@ -616,6 +616,9 @@ def parse_args(argv):
                        help="where converted GGUFs are kept (default ~/.cache/mstar/peer-gguf)")
         p.add_argument("--peer-kv", choices=("f16", "bf16"), default="f16",
                        help="the peer's KV cache type (default f16)")
+        p.add_argument("--mstar-activations", choices=("f32", "bf16"), default="f32",
+                       help="what mstar's matrix products round activations to (default f32; the peer rounds "
+                            "them to bf16 for bf16 weights)")
         if gen_default:
             p.add_argument("--gen", type=int, default=gen_default,
                            help=f"decode tokens per stream (default {gen_default})")

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "core/dtype.h"
 #include "core/errors.h"
 #include "cpu/thread_pool.h"
 
@@ -29,6 +30,60 @@ Bodies bodies(CpuIsa isa) {
   return {&generic::matmul_panel, &generic::matmul_packed_cols, &generic::matmul_packed};
 }
 
+#if defined(__x86_64__)
+// x rounded to bf16, [rows, stride] with stride = in rounded up to even and
+// the pad zero (what the avx512_bf16 bodies read), kept between calls. In
+// the caller's thread up to the panels' rows: a decode step's few rows
+// round in microseconds, less than handing them to the pool.
+const uint16_t* rounded_bf16(const MatmulParams& p, int64_t stride) {
+  thread_local std::vector<uint16_t> xb;
+  xb.resize(static_cast<size_t>(p.rows * stride) + 32);
+  uint16_t* out = xb.data() + ((64 - reinterpret_cast<uintptr_t>(xb.data()) % 64) % 64) / 2;
+  auto row = [&](int64_t r, int) {
+    avx512_bf16::round_to_bf16(p.x + r * p.x_stride, p.in, out + r * stride);
+    if (stride > p.in) out[r * stride + p.in] = 0;
+  };
+  if (p.rows <= kPanelMaxRows)
+    for (int64_t r = 0; r < p.rows; ++r) row(r, 0);
+  else
+    parallel_for(p.threads, p.rows, row);
+  return out;
+}
+
+// x rounded to bf16 and widened back, [rows, in], for the f32 bodies (any
+// instruction set: the same product as the bf16 pair bodies compute).
+const float* rounded_f32(const MatmulParams& p) {
+  thread_local std::vector<float> xr;
+  xr.resize(static_cast<size_t>(p.rows * p.in));
+  float* out = xr.data();
+  parallel_for(p.threads, p.rows, [&](int64_t r, int) {
+    const float* x = p.x + r * p.x_stride;
+    for (int64_t i = 0; i < p.in; ++i) out[r * p.in + i] = round_to(DType::bf16, x[i]);
+  });
+  return out;
+}
+
+// The avx512_bf16 bodies over x rounded.
+void matmul_bf16_pairs(const MatmulParams& p, MatmulPath path) {
+  const int64_t xs = (p.in + 1) / 2 * 2;
+  const uint16_t* xb = rounded_bf16(p, xs);
+  if (path == MatmulPath::packed) {
+    const int64_t cols = avx512_bf16::matmul_packed_cols();
+    parallel_for(p.threads, (p.out + cols - 1) / cols, [&](int64_t t, int) {
+      thread_local std::vector<uint32_t> packed;  // [(in + 1) / 2, cols] pairs, kept between calls
+      packed.resize(static_cast<size_t>(xs / 2 * cols));
+      const int64_t o0 = t * cols;
+      avx512_bf16::matmul_packed(p, xb, xs, o0, std::min(cols, p.out - o0), packed.data());
+    });
+    return;
+  }
+  parallel_for(p.threads, (p.out + kPanelCols - 1) / kPanelCols, [&](int64_t t, int) {
+    const int64_t o0 = t * kPanelCols;
+    avx512_bf16::matmul_panel(p, xb, xs, o0, std::min(kPanelCols, p.out - o0));
+  });
+}
+#endif
+
 }  // namespace
 
 void matmul_cpu(const MatmulParams& p) { matmul_cpu_path(p, best_cpu_isa(), matmul_path(p.rows)); }
@@ -37,6 +92,17 @@ void matmul_cpu_path(const MatmulParams& p, CpuIsa isa, MatmulPath path) {
   MSTAR_ASSERT(cpu_supports(isa), "matmul_cpu_path: this processor lacks the instruction set");
   MSTAR_ASSERT(p.w_dtype == DType::f32 || p.w_dtype == DType::f16 || p.w_dtype == DType::bf16,
                "matmul_cpu_path: weights are f32, f16 or bf16");
+  MSTAR_ASSERT(p.x_dtype == DType::f32 || p.x_dtype == DType::bf16, "matmul_cpu_path: activations are f32 or bf16");
+  if (p.x_dtype == DType::bf16) {
+#if defined(__x86_64__)
+    if (isa == CpuIsa::avx512_bf16 && p.w_dtype == DType::bf16) return matmul_bf16_pairs(p, path);
+#endif
+    MatmulParams q = p;
+    q.x = rounded_f32(p);
+    q.x_stride = p.in;
+    q.x_dtype = DType::f32;
+    return matmul_cpu_path(q, isa, path);
+  }
   const Bodies b = bodies(isa);
   if (path == MatmulPath::packed) {
     const int64_t cols = b.packed_cols();

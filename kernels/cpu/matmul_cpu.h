@@ -2,8 +2,11 @@
 // Internal to the cpu backend: the matrix product's per-ISA bodies.
 //
 // Weights are read in the dtype they are stored in and widened to f32 in
-// registers; the arithmetic is f32 (the activations are never rounded to
-// bf16: the trunk stays within 1e-5 of the double-precision reference).
+// registers; the arithmetic is f32. Activations are f32 unless the caller
+// asks for them rounded to bf16 (MatmulParams::x_dtype): then bf16 weights
+// on a processor with AVX512_BF16 take the vdpbf16ps bodies
+// (matmul_cpu_bf16.cpp), and everything else multiplies the rounded values
+// through the f32 bodies, so every instruction set computes the same product.
 // Two paths:
 // - panels, for few rows (decode: one row per active stream): a panel of
 //   output columns is computed for every row while its weights are in cache,
@@ -53,5 +56,17 @@ namespace avx512 {
 MSTAR_MATMUL_BODIES
 }
 #undef MSTAR_MATMUL_BODIES
+
+// AVX512_BF16, bf16 weights, activations rounded to bf16: `xb` is x rounded,
+// [rows, xb_stride] with xb_stride even and each row zero past `in`, so the
+// bodies may read whole pairs. Packed scratch: [(in + 1) / 2,
+// matmul_packed_cols()] pairs.
+namespace avx512_bf16 {
+void round_to_bf16(const float* x, int64_t n, uint16_t* out);  // f32_to_bf16 of each
+void matmul_panel(const MatmulParams& p, const uint16_t* xb, int64_t xb_stride, int64_t o0, int64_t n);
+int64_t matmul_packed_cols();
+void matmul_packed(const MatmulParams& p, const uint16_t* xb, int64_t xb_stride, int64_t o0, int64_t n,
+                   uint32_t* packed);
+}  // namespace avx512_bf16
 
 }  // namespace mstar::kernels

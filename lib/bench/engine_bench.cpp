@@ -151,9 +151,10 @@ CheckpointBench bench_checkpoint(const std::filesystem::path& folder, const Chec
       "      retention: {{sink: 4, window: {}}}\n      query_window: {}\n",
       o.kind, fs::absolute(folder).string(), o.window, std::max<int64_t>(64, o.prefill));
   std::ofstream(dir / "c.yaml") << fmt::format(
-      "model: m.yaml\nbackend: {}\nkv_dtype: {}\nthreads: {}\nworkload:\n  voices:\n    v: {{seed: 1, length: 64}}\n"
+      "model: m.yaml\nbackend: {}\nkv_dtype: {}\nactivations: {}\nthreads: {}\nworkload:\n  voices:\n"
+      "    v: {{seed: 1, length: 64}}\n"
       "  requests: {{count: 1, voices: [v], prompt_tokens: 16, max_tokens: {}, sampling: {{temperature: 0.8}}}}\n",
-      to_string(o.backend), to_string(o.kv_dtype), o.threads, o.tokens);
+      to_string(o.backend), to_string(o.kv_dtype), to_string(o.activations), o.threads, o.tokens);
   CheckpointBench out;
   const ResolvedDeployment d = resolve_or_throw(dir / "c.yaml", {});
   {

@@ -41,6 +41,7 @@ struct CheckpointOptions {
   int64_t tokens = 64;   // each stream decodes, in the sweep
   int64_t window = 252;  // the bounded cache's window
   DType kv_dtype = DType::bf16;
+  DType activations = DType::f32;  // the deployment's `activations`
   std::vector<int64_t> depths;  // none: no depth table
   int probe = 8;                // decode steps timed at each depth
   int64_t prefill = 0;          // prompt tokens; 0: no prefill table

@@ -40,20 +40,24 @@ std::vector<MatmulResult> bench_matmul(const MatmulShape& s, bool cold, int repe
   const int64_t wide_floats = s.in * s.out;
 
   std::vector<MatmulResult> out;
-  for (const std::string m : {"mstar", "panels", "packed", "openblas-sgemm-f32"}) {
+  for (const std::string m : {"mstar", "panels", "packed", "mstar-bf16-act", "panels-bf16-act", "packed-bf16-act",
+                              "openblas-sgemm-f32"}) {
     const kernels::CpuIsa isa = kernels::best_cpu_isa();
     const bool blas = m == "openblas-sgemm-f32";
+    const DType x_dtype = m.ends_with("-bf16-act") ? DType::bf16 : DType::f32;
     if (blas) openblas_set_num_threads(s.threads);
     const std::vector<double> us = time_calls(
         Backend::cpu, next_copy,
         [&](int) {
+          kernels::MatmulParams q = p;  // p.w: this call's copy
+          q.x_dtype = x_dtype;
           if (blas)
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(s.rows), static_cast<int>(s.out),
                         static_cast<int>(s.in), 1.0f, x.data(), static_cast<int>(s.in), wide.data() + copy * wide_floats,
                         static_cast<int>(s.in), 0.0f, y.data(), static_cast<int>(s.out));
-          else if (m == "mstar") kernels::matmul_cpu(p);
-          else if (m == "panels") kernels::matmul_cpu_path(p, isa, kernels::MatmulPath::panels);
-          else kernels::matmul_cpu_path(p, isa, kernels::MatmulPath::packed);
+          else if (m.starts_with("mstar")) kernels::matmul_cpu(q);
+          else if (m.starts_with("panels")) kernels::matmul_cpu_path(q, isa, kernels::MatmulPath::panels);
+          else kernels::matmul_cpu_path(q, isa, kernels::MatmulPath::packed);
         },
         repeats);
     if (blas) openblas_set_num_threads(1);

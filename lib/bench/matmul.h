@@ -1,7 +1,8 @@
 #pragma once
 // The matrix product at the trunk's shapes, by each way the cpu backend can
 // compute it, so the choice between them (matmul_cpu.h) rests on figures
-// anyone can rerun: the engine's own choice, each of its two paths forced,
+// anyone can rerun: the engine's own choice (with f32 and with bf16
+// activations), each of its two paths forced,
 // and the maintained alternative, OpenBLAS sgemm with its own threads, given
 // its best case: the weights widened to f32 beforehand (twice the memory of
 // bf16, not timed). OpenBLAS's bf16 product (sbgemm) would be the closer
@@ -22,7 +23,9 @@ struct MatmulShape {
 };
 
 struct MatmulResult {
-  std::string method;  // mstar | panels | packed | openblas-sgemm-f32
+  // mstar | panels | packed | openblas-sgemm-f32, and the first three with
+  // activations rounded to bf16 (MatmulParams::x_dtype): mstar-bf16-act ...
+  std::string method;
   MatmulShape shape;
   bool cold = false;
   double median_us = 0, min_us = 0;

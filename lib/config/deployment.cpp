@@ -199,7 +199,8 @@ std::optional<ResolvedDeployment> resolve_deployment(const std::filesystem::path
   if (!root) return std::nullopt;
   YamlContext ctx(label, diags);
   if (root->IsMap() && !apply_sets(*root, sets, ctx, diags)) return std::nullopt;
-  auto top = read_map(*root, ctx, "config", {"model", "backend", "kv_dtype", "threads", "resources", "scheduler", "workload"});
+  auto top = read_map(*root, ctx, "config", {"model", "backend", "kv_dtype", "activations", "threads", "resources", "scheduler",
+                                                      "workload"});
   if (!top) return std::nullopt;
   Deployment d;
   d.path = path;
@@ -210,6 +211,17 @@ std::optional<ResolvedDeployment> resolve_deployment(const std::filesystem::path
   if (const YAML::Node* n = top->find("kv_dtype")) {
     DType t{};
     if (read_yaml(*n, ctx, "kv_dtype", t)) d.kv_dtype = t;
+  }
+  if (const YAML::Node* n = top->find("activations")) {
+    DType t{};
+    if (read_yaml(*n, ctx, "activations", t)) {
+      if (t == DType::f16)
+        ctx.error(*n, "activations: f16 is not offered (f32 or bf16)");
+      else if (t == DType::bf16 && d.backend == Backend::cuda)
+        ctx.error(*n, "activations: bf16 runs on the cpu and reference backends, not on cuda");
+      else
+        d.activations = t;
+    }
   }
   if (const YAML::Node* n = top->find("threads")) read_yaml(*n, ctx, "threads", d.threads, Range{1, 1024});
   if (const YAML::Node* n = top->find("scheduler")) read_yaml_fields(*n, ctx, "scheduler", d.scheduler, FieldMode::standalone);

@@ -130,6 +130,7 @@ json memory_plan_json(const ResolvedDeployment& r) {
               {"deployment", json{{"backend", std::string(to_string(d.backend))},
                                   {"threads", d.threads},
                                   {"kv_dtype", d.kv_dtype ? json(std::string(to_string(*d.kv_dtype))) : json(nullptr)},
+                                  {"activations", std::string(to_string(d.activations))},
                                   {"scheduler", config_to_json(d.scheduler)},
                                   {"workload", workload_json(d.workload)}}},
               {"resources", resources},
@@ -153,9 +154,10 @@ std::string memory_plan_text(const json& p) {
                      t["bos"].is_null() ? "none" : dump_json(t["bos"]), t["adds_bos"].get<bool>() ? " (added)" : "",
                      t["eos"].is_null() ? "none" : dump_json(t["eos"]));
   }
-  o += fmt::format("deployment  backend {}, threads {}, kv_dtype {}, max_batch {}\n", d["backend"].get<std::string>(),
-                   d["threads"].get<int64_t>(), d["kv_dtype"].is_null() ? "as declared" : d["kv_dtype"].get<std::string>(),
-                   d["scheduler"]["max_batch"].get<int64_t>());
+  o += fmt::format("deployment  backend {}, threads {}, kv_dtype {}, activations {}, max_batch {}\n",
+                   d["backend"].get<std::string>(), d["threads"].get<int64_t>(),
+                   d["kv_dtype"].is_null() ? "as declared" : d["kv_dtype"].get<std::string>(),
+                   d["activations"].get<std::string>(), d["scheduler"]["max_batch"].get<int64_t>());
   const json& wl = d["workload"];
   std::string voices;
   for (const auto& [name, len] : wl["voices"].items())

@@ -31,6 +31,9 @@ struct ArchitectureInput {
 struct ModelOptions {
   Backend backend = Backend::cpu;
   int threads = 1;
+  // What the trunk's matrix products round activations to (f32: not at all;
+  // bf16: MatmulParams::x_dtype), the deployment's `activations`.
+  DType activations = DType::f32;
 };
 
 struct ModelFamily {

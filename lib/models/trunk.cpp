@@ -46,6 +46,7 @@ void Trunk::project(const float* x, int64_t rows, int64_t in, const void* w, DTy
   p.out = out;
   p.x = x;
   p.x_stride = in;
+  p.x_dtype = options_.activations;
   p.w = w;
   p.w_dtype = w_dtype;
   p.bias = bias;

@@ -180,10 +180,25 @@ def silu(x):
     return x / (1.0 + np.exp(-x))
 
 
-class Model:
-    """Weights and the per-layer pieces of a llama / qwen2 decoder."""
+def to_bf16(x: np.ndarray) -> np.ndarray:
+    """x as float32, rounded to the nearest bfloat16 (ties to the even
+    pattern), as float64: what an engine that multiplies in bf16 feeds its
+    products."""
+    u = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    r = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16) << 16
+    return r.astype(np.uint32).view(np.float32).astype(np.float64)
 
-    def __init__(self, cfg: dict, weights: Dict[str, np.ndarray]):
+
+class Model:
+    """Weights and the per-layer pieces of a llama / qwen2 decoder.
+    activations="bf16": every matrix product's input (the normalised hidden
+    state, the attention output, silu(gate) * up) is rounded to bfloat16
+    first, the weights and everything else as in "f32"."""
+
+    def __init__(self, cfg: dict, weights: Dict[str, np.ndarray], activations: str = "f32"):
+        if activations not in ("f32", "bf16"):
+            raise ValueError(f"activations {activations!r} is not f32 or bf16")
+        self.activations = activations
         mt = cfg.get("model_type")
         if mt not in ("llama", "qwen2"):
             raise ValueError(f"model_type {mt!r} is not llama or qwen2")
@@ -234,6 +249,10 @@ class Model:
             e["lm_head.weight"] = (c["vocab_size"], H)
         return e
 
+    def product(self, x: np.ndarray, w: np.ndarray) -> np.ndarray:
+        """x [n, in] . w[out, in]^T, x rounded first for bf16 activations."""
+        return (to_bf16(x) if self.activations == "bf16" else x) @ w.T
+
     def rms_norm(self, x: np.ndarray, w: np.ndarray) -> np.ndarray:
         return w * (x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + self.eps))
 
@@ -247,7 +266,7 @@ class Model:
         h = self.rms_norm(x, self.w[p + "input_layernorm.weight"])
         outs = []
         for proj, heads in (("q", self.Hq), ("k", self.Hkv), ("v", self.Hkv)):
-            y = h @ self.w[f"{p}self_attn.{proj}_proj.weight"].T
+            y = self.product(h, self.w[f"{p}self_attn.{proj}_proj.weight"])
             if self.qkv_bias:
                 y = y + self.w[f"{p}self_attn.{proj}_proj.bias"]
             outs.append(y.reshape(len(x), heads, self.D))
@@ -256,14 +275,14 @@ class Model:
     def finish_layer(self, layer: int, x: np.ndarray, attn: np.ndarray) -> np.ndarray:
         """Residual after attention (o_proj) and after the MLP."""
         p = f"model.layers.{layer}."
-        x = x + attn.reshape(len(x), self.Hq * self.D) @ self.w[p + "self_attn.o_proj.weight"].T
+        x = x + self.product(attn.reshape(len(x), self.Hq * self.D), self.w[p + "self_attn.o_proj.weight"])
         h = self.rms_norm(x, self.w[p + "post_attention_layernorm.weight"])
-        g = h @ self.w[p + "mlp.gate_proj.weight"].T
-        u = h @ self.w[p + "mlp.up_proj.weight"].T
-        return x + (silu(g) * u) @ self.w[p + "mlp.down_proj.weight"].T
+        g = self.product(h, self.w[p + "mlp.gate_proj.weight"])
+        u = self.product(h, self.w[p + "mlp.up_proj.weight"])
+        return x + self.product(silu(g) * u, self.w[p + "mlp.down_proj.weight"])
 
     def logits(self, x: np.ndarray) -> np.ndarray:
-        return self.rms_norm(x, self.w["model.norm.weight"]) @ self.lm_head.T
+        return self.product(self.rms_norm(x, self.w["model.norm.weight"]), self.lm_head)
 
     def forward_full(self, ids: Sequence[int]) -> np.ndarray:
         """Logits [L, vocab] of plain causal attention, positions 0..L-1."""

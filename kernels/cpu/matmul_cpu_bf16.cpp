@@ -1,0 +1,198 @@
+// The matrix product with activations rounded to bf16 (MatmulParams::x_dtype)
+// over bf16 weights, for processors with AVX512_BF16: vdpbf16ps multiplies
+// 32 bf16 pairs and adds them into 16 f32 lanes, twice the multiply-adds of
+// an f32 FMA and no widening of the weights. Each pair's products are exact
+// in f32 and summed in f32 (round to nearest even; the instruction treats
+// bf16 denormals as zero), so the result is the exact product of the rounded
+// activations and the weights within f32 summation error: the reference
+// rounds the same way (ops_reference.cpp) and the tests hold the two to the
+// f32 product's tolerance.
+//
+// Same structure as matmul_cpu_impl.inc (panels for few rows, packed tiles
+// for many); what differs is the unit of k: a pair of bf16 in one 32-bit lane.
+#include "core/dtype.h"
+#include "cpu/matmul_cpu.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512bf16"))), \
+                             apply_to = function)
+#endif
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+namespace mstar::kernels::avx512_bf16 {
+
+namespace {
+
+// Panels: kCols weight rows x kRows input rows of accumulators (16), kCols
+// weight vectors and one input vector: 21 of the 32 registers.
+constexpr int kCols = 4, kRows = 4;
+// Packed: kPackedRows rows x 2 vectors of accumulators, 2 weights, 1 broadcast.
+constexpr int kPackedRows = 12;
+constexpr int kPackedWidth = 32;  // output columns per packed block: 2 vectors of 16 lanes
+
+// 32 bf16 from p, the lanes at or past `left` read as zero (and not read).
+inline __m512bh load32(const uint16_t* p, int64_t left) {
+  if (left >= 32) return reinterpret_cast<__m512bh>(_mm512_loadu_si512(p));
+  const __mmask32 m = left <= 0 ? 0 : static_cast<__mmask32>((uint64_t{1} << left) - 1);
+  return reinterpret_cast<__m512bh>(_mm512_maskz_loadu_epi16(m, p));
+}
+
+// The sums of four vectors, in one pass of shuffles (four separate
+// reductions cost twice the instructions, which at K = 896 is a quarter of a
+// tile's: vdpbf16ps halves the loop, not the reductions).
+inline __m128 sum4(__m512 a, __m512 b, __m512 c, __m512 d) {
+  // Per 128-bit lane: [a0+a2, b0+b2, a1+a3, b1+b3] and the same for c, d.
+  const __m512 ab = _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));
+  const __m512 cd = _mm512_add_ps(_mm512_unpacklo_ps(c, d), _mm512_unpackhi_ps(c, d));
+  // Per 128-bit lane: [a, b, c, d] partial sums.
+  const __m512 abcd = _mm512_add_ps(
+      _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(ab), _mm512_castps_pd(cd))),
+      _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(ab), _mm512_castps_pd(cd))));
+  const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(abcd), _mm512_extractf32x8_ps(abcd, 1));
+  return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+}
+
+void store_row(const MatmulParams& p, int64_t r, int64_t o, int c, float s) {
+  if (p.bias) s += p.bias[o + c];
+  float& y = p.y[r * p.y_stride + o + c];
+  y = p.accumulate ? y + s : s;
+}
+
+// y[r0 .. r0 + R, o .. o + C): C weight rows against R rows of xb, 32
+// elements of k a step; the last step masked, so K need not be a multiple
+// of anything.
+template <int C, int R>
+void tile(const MatmulParams& p, const uint16_t* xb, int64_t xs, int64_t o, int64_t r0) {
+  const int64_t K = p.in;
+  const auto* w = static_cast<const uint16_t*>(p.w);
+  __m512 acc[R][C];
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
+  // As in the f32 panels: the first row tile asks for the next C weight rows
+  // while it streams these (a decode step reads each weight from DRAM once).
+  const char* next = r0 == 0 && o + 2 * C <= p.out ? reinterpret_cast<const char*>(w + (o + C) * K) : nullptr;
+  const auto step = [&](int64_t k, int64_t left) {
+    if (next)
+      for (int c = 0; c < C; ++c) __builtin_prefetch(next + (c * K + k) * 2, 0, 3);
+    __m512bh wv[C];
+    for (int c = 0; c < C; ++c) wv[c] = load32(w + (o + c) * K + k, left);
+    for (int r = 0; r < R; ++r) {
+      const __m512bh x = load32(xb + (r0 + r) * xs + k, left);
+      for (int c = 0; c < C; ++c) acc[r][c] = _mm512_dpbf16_ps(acc[r][c], x, wv[c]);
+    }
+  };
+  int64_t k = 0;
+  for (; k + 32 <= K; k += 32) step(k, 32);  // the constant lets the loads lose their masks
+  if (k < K) step(k, K - k);
+  for (int r = 0; r < R; ++r) {
+    if constexpr (C == 4) {
+      float s[4];
+      _mm_storeu_ps(s, sum4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]));
+      for (int c = 0; c < C; ++c) store_row(p, r0 + r, o, c, s[c]);
+    } else {
+      for (int c = 0; c < C; ++c) store_row(p, r0 + r, o, c, _mm512_reduce_add_ps(acc[r][c]));
+    }
+  }
+}
+
+template <int C>
+void columns(const MatmulParams& p, const uint16_t* xb, int64_t xs, int64_t o) {
+  int64_t r = 0;
+  for (; r + kRows <= p.rows; r += kRows) tile<C, kRows>(p, xb, xs, o, r);
+  for (; r < p.rows; ++r) tile<C, 1>(p, xb, xs, o, r);
+}
+
+// The n (<= kPackedWidth) weight rows from o0 as k-pair-major blocks:
+// packed[kp * 32 + c] holds row o0 + c's elements 2kp and 2kp + 1 (one 32-bit
+// lane, as vdpbf16ps pairs them); past the matrix, zeros.
+void pack(const MatmulParams& p, int64_t o0, int64_t n, uint32_t* packed) {
+  const int64_t K = p.in, pairs = (K + 1) / 2;
+  const auto* w = static_cast<const uint16_t*>(p.w);
+  for (int64_t kp = 0; kp < pairs; ++kp) {
+    uint32_t* dst = packed + kp * kPackedWidth;
+    const int64_t k = 2 * kp;
+    int64_t c = 0;
+    for (; c < n; ++c) {
+      const uint16_t* row = w + (o0 + c) * K;
+      const uint32_t hi = k + 1 < K ? row[k + 1] : 0u;
+      dst[c] = row[k] | (hi << 16);
+    }
+    for (; c < kPackedWidth; ++c) dst[c] = 0;
+  }
+}
+
+template <int R>
+void packed_tile(const MatmulParams& p, const uint16_t* xb, int64_t xs, const uint32_t* packed, int64_t o0,
+                 int64_t n, int64_t r0) {
+  const int64_t pairs = (p.in + 1) / 2;
+  __m512 acc[R][2];
+  for (int r = 0; r < R; ++r) acc[r][0] = _mm512_setzero_ps(), acc[r][1] = _mm512_setzero_ps();
+  const uint16_t* x = xb + r0 * xs;
+  for (int64_t kp = 0; kp < pairs; ++kp) {
+    const auto w0 = reinterpret_cast<__m512bh>(_mm512_loadu_si512(packed + kp * kPackedWidth));
+    const auto w1 = reinterpret_cast<__m512bh>(_mm512_loadu_si512(packed + kp * kPackedWidth + 16));
+    for (int r = 0; r < R; ++r) {
+      int32_t pair;  // xb's rows are padded to an even length, so the pair is whole
+      __builtin_memcpy(&pair, x + r * xs + 2 * kp, sizeof pair);
+      const auto b = reinterpret_cast<__m512bh>(_mm512_set1_epi32(pair));
+      acc[r][0] = _mm512_dpbf16_ps(acc[r][0], b, w0);
+      acc[r][1] = _mm512_dpbf16_ps(acc[r][1], b, w1);
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    float out[kPackedWidth];
+    _mm512_storeu_ps(out, acc[r][0]);
+    _mm512_storeu_ps(out + 16, acc[r][1]);
+    for (int64_t c = 0; c < n; ++c) store_row(p, r0 + r, o0, static_cast<int>(c), out[c]);
+  }
+}
+
+}  // namespace
+
+void round_to_bf16(const float* x, int64_t n, uint16_t* out) {
+  // f32_to_bf16's arithmetic (core/dtype.h), 16 lanes at a time, so the
+  // bodies see bit for bit what the reference rounds to (vcvtneps2bf16 would
+  // also round to nearest even, but treats denormal inputs as zero).
+  const __m512i half = _mm512_set1_epi32(0x7fff), one = _mm512_set1_epi32(1);
+  const __m512i abs_mask = _mm512_set1_epi32(0x7fffffff), inf = _mm512_set1_epi32(0x7f800000);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512i u = _mm512_loadu_si512(x + i);
+    const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, abs_mask), inf);
+    const __m512i up = _mm512_add_epi32(u, _mm512_add_epi32(half, _mm512_and_si512(_mm512_srli_epi32(u, 16), one)));
+    const __m512i quiet = _mm512_or_si512(u, _mm512_set1_epi32(0x400000));
+    const __m512i r = _mm512_srli_epi32(_mm512_mask_mov_epi32(up, nan, quiet), 16);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), _mm512_cvtepi32_epi16(r));
+  }
+  for (; i < n; ++i) out[i] = f32_to_bf16(x[i]);
+}
+
+void matmul_panel(const MatmulParams& p, const uint16_t* xb, int64_t xb_stride, int64_t o0, int64_t n) {
+  int64_t o = o0;
+  for (; o + kCols <= o0 + n; o += kCols) columns<kCols>(p, xb, xb_stride, o);
+  for (; o < o0 + n; ++o) columns<1>(p, xb, xb_stride, o);
+}
+
+int64_t matmul_packed_cols() { return kPackedWidth; }
+
+void matmul_packed(const MatmulParams& p, const uint16_t* xb, int64_t xb_stride, int64_t o0, int64_t n,
+                   uint32_t* packed) {
+  pack(p, o0, n, packed);
+  int64_t r = 0;
+  for (; r + kPackedRows <= p.rows; r += kPackedRows) packed_tile<kPackedRows>(p, xb, xb_stride, packed, o0, n, r);
+  for (; r + 4 <= p.rows; r += 4) packed_tile<4>(p, xb, xb_stride, packed, o0, n, r);
+  for (; r < p.rows; ++r) packed_tile<1>(p, xb, xb_stride, packed, o0, n, r);
+}
+
+}  // namespace mstar::kernels::avx512_bf16
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#endif
+#pragma GCC pop_options
+#endif  // off x86-64 nothing here: the dispatcher never names these bodies there
