@@ -15,7 +15,8 @@
 //     it trades the key conversion for a second multiply-add per pair, and
 //     the multiply-adds were the bound.
 // Decode is bound by memory, not by q.k, so neither was kept. The matrix
-// product keeps f32 activations for the same reason (matmul_cpu.h).
+// product rounds activations to bf16 only when the deployment asks
+// (matmul_cpu_bf16.cpp).
 #include "core/dtype.h"
 #include "cpu/attention_cpu.h"
 #include "cpu/elementwise_cpu.h"

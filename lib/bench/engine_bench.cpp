@@ -56,7 +56,7 @@ SpeechBench speech_bench(const ResolvedDeployment& d, const char* what) {
   if (d.model.family->task != "speech" || d.model.resources.size() != 1)
     throw ConfigError(fmt::format("mstar-bench {} needs a speech deployment with one bounded resource", what));
   SpeechBench b{d.model.load_weights(), nullptr, nullptr, std::get<BoundedKVSpec>(d.model.resources.at(0).spec),
-                ModelOptions{d.deployment.backend, static_cast<int>(d.deployment.threads)}};
+                model_options(d.deployment)};
   b.built = d.model.family->make(*d.model.arch, b.weights, b.options);
   b.model = &dynamic_cast<TokenModel&>(*b.built);
   b.spec.config.max_slots = 1;

@@ -190,6 +190,10 @@ void check_memory(const Deployment& d, const ModelManifest& m, const std::option
 
 }  // namespace
 
+ModelOptions model_options(const Deployment& d) {
+  return ModelOptions{d.backend, static_cast<int>(d.threads), d.activations};
+}
+
 std::optional<ResolvedDeployment> resolve_deployment(const std::filesystem::path& path,
                                                      const std::vector<SetOverride>& sets, Diagnostics& diags,
                                                      const WorkloadReader& workload) {

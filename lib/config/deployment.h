@@ -62,6 +62,10 @@ struct ResolvedDeployment {
   ModelManifest model;
 };
 
+// How the deployment's model is to run: its backend, threads and activations
+// (what every builder of the model passes, so none can drop a setting).
+ModelOptions model_options(const Deployment& d);
+
 // "dotted.key=value" overrides, applied on top of the file.
 struct SetOverride {
   std::string key;    // dotted path
