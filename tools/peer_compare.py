@@ -701,6 +701,8 @@ def main(argv=None):
           f"load average at the end {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     print(f"mstar-bench: {bench}; peer: {peer}" +
           (f" (build {PEER_INFO['build_commit']}, {PEER_INFO['cpu_info']})" if PEER_INFO else ""))
+    if hasattr(args, "mstar_activations"):
+        print(f"mstar activations: {args.mstar_activations} (mstar-bench checkpoint --activations)")
     print("cells: median [min–max] over the rounds")
     print()
     print(res["table"])
