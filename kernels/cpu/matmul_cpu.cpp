@@ -32,11 +32,14 @@ Bodies bodies(CpuIsa isa) {
 
 #if defined(__x86_64__)
 // x rounded to bf16, [rows, stride] with stride = in rounded up to even and
-// the pad zero (what the avx512_bf16 bodies read), kept between calls. In
+// the pad zero (what the avx512_bf16 bodies read), kept between calls, from
+// a 64-byte boundary (from malloc's 16-byte one, every 64-byte load of a row
+// straddled two cache lines: docs/PERFORMANCE.md, "bf16 activations"). In
 // the caller's thread up to the panels' rows: a decode step's few rows
 // round in microseconds, less than handing them to the pool.
 const uint16_t* rounded_bf16(const MatmulParams& p, int64_t stride) {
-  thread_local std::vector<uint16_t> xb;
+  MSTAR_ASSERT(stride == (p.in + 1) / 2 * 2, "rounded_bf16: rows padded to an even length, by at most one");
+  thread_local std::vector<uint16_t> xb;  // 32 spare elements: room to start at a 64-byte boundary
   xb.resize(static_cast<size_t>(p.rows * stride) + 32);
   uint16_t* out = xb.data() + ((64 - reinterpret_cast<uintptr_t>(xb.data()) % 64) % 64) / 2;
   auto row = [&](int64_t r, int) {
