@@ -135,48 +135,39 @@ TEST_CASE("hf: the goldens' checkpoints load through a manifest with their own a
   fs::remove_all(l.dir);
 }
 
-TEST_CASE("hf: full attention logits and greedy tokens equal the independent reference, both backends") {
+// With activations rounded to bf16 the reference rounds every product's
+// input as the engine does, from float64 where the engine rounds f32: they
+// could differ where a value sits on a rounding boundary, and at these sizes
+// none does (measured: 2.4e-7 at most), so the f32 tolerance holds.
+// tools/make_hf_goldens.py checks that the rounding moves these logits by
+// over 10 times it (4.7e-3 to 1.2e-2), so the last check tells the modes apart.
+TEST_CASE("hf: full attention logits and greedy tokens equal the independent reference, both backends, f32 and bf16 "
+          "activations") {
   for (const char* name : {"llama-gqa-bf16", "llama-tied-f32", "qwen2-bias-bf16"})
-    for (Backend b : {Backend::reference, Backend::cpu}) {
-      CAPTURE(name);
-      CAPTURE(to_string(b));
-      const json golden = load_json(kData / name / "golden.json");
-      // A window longer than the whole run: nothing is evicted, so the
-      // bounded cache is full attention.
-      Loaded l = load(kData / name, golden["config"]["model_type"], "stream", 0, 64);
-      REQUIRE_MESSAGE(l.manifest, l.errors);
-      Served s(*l.manifest, b);
-      std::vector<std::vector<float>> logits;
-      const auto tokens = run_greedy(s, golden["voice"].get<std::vector<int32_t>>(),
-                                     golden["prompt"].get<std::vector<int32_t>>(), golden["full"]["steps"].get<int>(), logits);
-      CHECK(tokens == golden["full"]["tokens"].get<std::vector<int32_t>>());
-      CHECK(max_diff(logits[0], golden["full"]["logits"]) <= kTol);
-      fs::remove_all(l.dir);
-    }
-}
-
-TEST_CASE("hf: with activations rounded to bf16, logits equal the reference's rounding the same, both backends") {
-  // The reference rounds every product's input to bf16 as the engine does,
-  // from float64 where the engine rounds f32: they could differ where a value
-  // sits on a rounding boundary, and at these sizes none does (measured: 2.4e-7
-  // at most), so the f32 tolerance holds. tools/make_hf_goldens.py checks
-  // that the rounding moves these logits by over 10 times it (4.7e-3 to
-  // 1.2e-2), so the second check tells the modes apart.
-  for (const char* name : {"llama-gqa-bf16", "llama-tied-f32", "qwen2-bias-bf16"})
-    for (Backend b : {Backend::reference, Backend::cpu}) {
-      CAPTURE(name);
-      CAPTURE(to_string(b));
-      const json golden = load_json(kData / name / "golden.json");
-      Loaded l = load(kData / name, golden["config"]["model_type"], "stream", 0, 64);
-      REQUIRE_MESSAGE(l.manifest, l.errors);
-      Served s(*l.manifest, b, DType::bf16);
-      std::vector<std::vector<float>> logits;
-      run_greedy(s, golden["voice"].get<std::vector<int32_t>>(), golden["prompt"].get<std::vector<int32_t>>(), 1,
-                 logits);
-      CHECK(max_diff(logits[0], golden["bf16_activations"]["logits"]) <= kTol);
-      CHECK(max_diff(logits[0], golden["full"]["logits"]) > 10 * kTol);  // the mode is on
-      fs::remove_all(l.dir);
-    }
+    for (Backend b : {Backend::reference, Backend::cpu})
+      for (DType activations : {DType::f32, DType::bf16}) {
+        CAPTURE(name);
+        CAPTURE(to_string(b));
+        CAPTURE(to_string(activations));
+        const json golden = load_json(kData / name / "golden.json");
+        // A window longer than the whole run: nothing is evicted, so the
+        // bounded cache is full attention.
+        Loaded l = load(kData / name, golden["config"]["model_type"], "stream", 0, 64);
+        REQUIRE_MESSAGE(l.manifest, l.errors);
+        Served s(*l.manifest, b, activations);
+        std::vector<std::vector<float>> logits;
+        const auto tokens = run_greedy(s, golden["voice"].get<std::vector<int32_t>>(),
+                                       golden["prompt"].get<std::vector<int32_t>>(), golden["full"]["steps"].get<int>(),
+                                       logits);
+        if (activations == DType::f32) {
+          CHECK(tokens == golden["full"]["tokens"].get<std::vector<int32_t>>());
+          CHECK(max_diff(logits[0], golden["full"]["logits"]) <= kTol);
+        } else {
+          CHECK(max_diff(logits[0], golden["bf16_activations"]["logits"]) <= kTol);
+          CHECK(max_diff(logits[0], golden["full"]["logits"]) > 10 * kTol);
+        }
+        fs::remove_all(l.dir);
+      }
 }
 
 TEST_CASE("hf: beyond the window, sink + window streams equal the reference's, in both position modes") {
