@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "core/dtype.h"
@@ -206,4 +207,46 @@ TEST_CASE("exp_scaled: the instruction set's body against std::exp in double, an
     }
     CHECK(std::fabs(sum - want_sum) <= 2e-5 * want_sum);
   }
+}
+
+TEST_CASE("max: the instruction set's body finds the largest and its lowest index, NaNs ignored") {
+  const CpuIsa isa = test::isa_under_test();
+  test::Rng rng(37);
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  // The plain definition: the first strict maximum over the non-NaN entries.
+  const auto plain = [&](const std::vector<float>& x) {
+    MaxFound f{-inf, static_cast<int64_t>(x.size())};
+    for (size_t i = 0; i < x.size(); ++i)
+      if (x[i] > f.value || (x[i] == f.value && f.index == static_cast<int64_t>(x.size())))
+        f = {x[i], static_cast<int64_t>(i)};
+    return f;
+  };
+  for (int64_t n : {1, 15, 16, 17, 54, 97, 4097, 151936}) {
+    CAPTURE(n);
+    std::vector<float> x = rng.normals(static_cast<size_t>(n));
+    std::vector<std::vector<float>> cases{x};
+    // The maximum repeated (lowest index wins), at the end, NaNs before it.
+    std::vector<float> ties = x;
+    const float top = *std::max_element(x.begin(), x.end());
+    for (size_t i = ties.size() / 3; i < ties.size(); i += 7) ties[i] = top;
+    cases.push_back(ties);
+    std::vector<float> last = x;
+    last.back() = top + 1.0f;
+    cases.push_back(last);
+    std::vector<float> nans = x;
+    for (size_t i = 0; i < nans.size(); i += 3) nans[i] = nan;
+    cases.push_back(nans);
+    cases.push_back(std::vector<float>(x.size(), -inf));
+    for (const auto& c : cases) {
+      const MaxFound got = max_cpu_isa({n, c.data()}, isa), want = plain(c);
+      CHECK(got.value == want.value);
+      CHECK(got.index == want.index);
+    }
+  }
+  // Nothing to find: no entries, or only NaNs.
+  const std::vector<float> all_nan(33, nan);
+  const MaxFound none = max_cpu_isa({33, all_nan.data()}, isa);
+  CHECK(none.value == -inf);
+  CHECK(none.index == 33);
+  CHECK(max_cpu_isa({0, nullptr}, isa).index == 0);
 }

@@ -27,16 +27,18 @@ struct Bodies {
   decltype(&generic::rmsnorm_row) rmsnorm_row;
   decltype(&generic::silu_mul_span) silu_mul_span;
   decltype(&generic::exp_scaled_span) exp_scaled_span;
+  decltype(&generic::max_span) max_span;
 };
 
 Bodies bodies(CpuIsa isa) {
 #if defined(__x86_64__)
-  if (isa == CpuIsa::avx2) return {&avx2::rmsnorm_row, &avx2::silu_mul_span, &avx2::exp_scaled_span};
+  if (isa == CpuIsa::avx2)
+    return {&avx2::rmsnorm_row, &avx2::silu_mul_span, &avx2::exp_scaled_span, &avx2::max_span};
   if (isa == CpuIsa::avx512 || isa == CpuIsa::avx512_bf16)
-    return {&avx512::rmsnorm_row, &avx512::silu_mul_span, &avx512::exp_scaled_span};
+    return {&avx512::rmsnorm_row, &avx512::silu_mul_span, &avx512::exp_scaled_span, &avx512::max_span};
 #endif
   (void)isa;
-  return {&generic::rmsnorm_row, &generic::silu_mul_span, &generic::exp_scaled_span};
+  return {&generic::rmsnorm_row, &generic::silu_mul_span, &generic::exp_scaled_span, &generic::max_span};
 }
 
 }  // namespace
@@ -44,12 +46,20 @@ Bodies bodies(CpuIsa isa) {
 void rmsnorm_cpu(const RmsNormParams& p) { rmsnorm_cpu_isa(p, best_cpu_isa()); }
 void silu_mul_cpu(const SiluMulParams& p) { silu_mul_cpu_isa(p, best_cpu_isa()); }
 double exp_scaled_host(const ExpScaledParams& p) { return exp_scaled_cpu_isa(p, best_cpu_isa()); }
+MaxFound max_host(const MaxParams& p) { return max_cpu_isa(p, best_cpu_isa()); }
 
 // One thread: a vocabulary's exps take tens of microseconds, about what
 // waking the pool costs.
 double exp_scaled_cpu_isa(const ExpScaledParams& p, CpuIsa isa) {
   MSTAR_ASSERT(cpu_supports(isa), "exp_scaled_cpu_isa: this processor lacks the instruction set");
   return bodies(isa).exp_scaled_span(p.x, p.n, p.shift, p.scale, p.out);
+}
+
+MaxFound max_cpu_isa(const MaxParams& p, CpuIsa isa) {
+  MSTAR_ASSERT(cpu_supports(isa), "max_cpu_isa: this processor lacks the instruction set");
+  MaxFound f;
+  f.value = bodies(isa).max_span(p.x, p.n, &f.index);
+  return f;
 }
 
 void rmsnorm_cpu_isa(const RmsNormParams& p, CpuIsa isa) {

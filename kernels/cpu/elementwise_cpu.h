@@ -15,15 +15,21 @@ void rmsnorm_cpu_isa(const RmsNormParams& p, CpuIsa isa);
 void silu_mul_cpu_isa(const SiluMulParams& p, CpuIsa isa);
 struct ExpScaledParams;
 double exp_scaled_cpu_isa(const ExpScaledParams& p, CpuIsa isa);
+struct MaxParams;
+struct MaxFound;
+MaxFound max_cpu_isa(const MaxParams& p, CpuIsa isa);
 
 // Per ISA:
 // - silu_mul_span: a[i] = silu(a[i]) * b[i], i < n;
 // - rmsnorm_row: out = x / sqrt(mean(x^2) + eps) * w over one row of width;
-// - exp_scaled_span: out[i] = exp((x[i] - shift) * scale), i < n, and their sum.
+// - exp_scaled_span: out[i] = exp((x[i] - shift) * scale), i < n, and their sum;
+// - max_span: the largest x[i], i < n, NaNs ignored, and in *index the lowest
+//   i holding it (-infinity and n when there is none).
 #define MSTAR_ELEMENTWISE_BODIES                                                   \
   void silu_mul_span(float* a, const float* b, int64_t n);                         \
   void rmsnorm_row(const float* x, const float* w, double eps, float* out, int64_t width); \
-  double exp_scaled_span(const float* x, int64_t n, float shift, float scale, float* out);
+  double exp_scaled_span(const float* x, int64_t n, float shift, float scale, float* out); \
+  float max_span(const float* x, int64_t n, int64_t* index);
 namespace generic {
 MSTAR_ELEMENTWISE_BODIES
 }

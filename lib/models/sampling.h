@@ -37,6 +37,7 @@ class Sampler {
   std::vector<float> weights_;                     // [vocab]
   std::vector<std::pair<float, int32_t>> scratch_;  // candidates: (logit, id)
   std::vector<double> bucket_mass_;                 // [4096] mass per bucket of logit
+  std::vector<double> block_mass_;                  // [vocab / 1024, rounded up] kept mass per block of ids
 };
 
 }  // namespace mstar
