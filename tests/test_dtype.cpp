@@ -1,5 +1,8 @@
 #include <cmath>
+#include <cstdio>
+#include <fstream>
 #include <limits>
+#include <string>
 
 #include <doctest/doctest.h>
 
@@ -46,4 +49,45 @@ TEST_CASE("host buffers are aligned, zeroed, and copied only on request") {
   CHECK(c.data() != b.data());
   CHECK(b.view().strides == Shape{35, 7, 1});
   CHECK(Shape{2, 3}.str() == "[2, 3]");
+}
+
+namespace {
+
+// kB of AnonHugePages in the mappings of /proc/self/smaps that overlap
+// [begin, end).
+int64_t anon_huge_kb(uintptr_t begin, uintptr_t end) {
+  std::ifstream smaps("/proc/self/smaps");
+  int64_t kb = 0;
+  bool inside = false;
+  for (std::string line; std::getline(smaps, line);) {
+    uintptr_t lo = 0, hi = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2 && line.find(':') > line.find(' ')) {
+      inside = lo < end && begin < hi;
+    } else if (inside && line.starts_with("AnonHugePages:")) {
+      kb += std::stoll(line.substr(14));
+    }
+  }
+  return kb;
+}
+
+}  // namespace
+
+TEST_CASE("host buffers of 2 MiB and more start on a 2 MiB boundary, on huge pages where the kernel offers them") {
+  constexpr int64_t kMiB = 1 << 20;
+  HostBuffer b(DType::f32, Shape{(5 * kMiB + 64) / 4});
+  const auto at = reinterpret_cast<uintptr_t>(b.data());
+  CHECK(at % (2 * kMiB) == 0);
+  const auto* p = static_cast<const float*>(b.data());
+  CHECK(p[0] == 0.0f);
+  CHECK(p[b.shape().numel() - 1] == 0.0f);
+  std::ifstream thp("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string modes;
+  std::getline(thp, modes);
+  if (modes.find("[always]") == std::string::npos && modes.find("[madvise]") == std::string::npos) {
+    std::printf("skipped: this kernel gives no transparent huge pages (enabled: '%s')\n", modes.c_str());
+    return;
+  }
+  // Its two whole 2 MiB pages were advised; the last MiB was not.
+  CHECK(anon_huge_kb(at, at + 4 * kMiB) >= 2048);
+  CHECK(anon_huge_kb(at + 4 * kMiB, at + 5 * kMiB + 64) == 0);
 }

@@ -128,7 +128,7 @@ TEST_CASE("hf: the goldens' checkpoints load through a manifest with their own a
   const std::vector<double> f = a.inv_freq();
   REQUIRE(f.size() == golden["derived"]["inv_freq"].size());
   for (size_t i = 0; i < f.size(); ++i) CHECK(f[i] == doctest::Approx(golden["derived"]["inv_freq"][i].get<double>()).epsilon(1e-12));
-  // Weights stay as stored: bf16, mapped, not copied to f32.
+  // Weights stay as stored: bf16, not converted to f32.
   const Weights w = l.manifest->load_weights();
   CHECK(w.get("model.layers.0.self_attn.q_proj.weight").dtype == DType::bf16);
   CHECK(w.bytes() == l.manifest->weights_bytes);

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "bench/timing.h"
+#include "core/buffer.h"
 #include "cpu/matmul_cpu.h"
 
 namespace mstar::bench {
@@ -14,7 +15,8 @@ std::vector<MatmulResult> bench_matmul(const MatmulShape& s, bool cold, int repe
   const int64_t copies = cold ? std::max<int64_t>(2, (4 * llc_bytes + wbytes - 1) / wbytes) : 1;
   std::mt19937_64 g(7);
   std::normal_distribution<float> n;
-  std::vector<unsigned char> weights(static_cast<size_t>(copies * wbytes));
+  // Host memory as the engine's weights have it (2 MiB pages for large blocks).
+  HostBuffer weights(s.dtype, Shape{copies * s.in * s.out});
   const auto count = static_cast<size_t>(copies * s.in * s.out);
   std::vector<float> block(4099);  // repeated: fills GiBs fast; odd so rows differ
   for (auto& v : block) v = n(g);
@@ -31,7 +33,7 @@ std::vector<MatmulResult> bench_matmul(const MatmulShape& s, bool cold, int repe
   int64_t copy = 0;  // the weights of this call
   const auto next_copy = [&](int i) {
     copy = i % copies;
-    p.w = weights.data() + copy * wbytes;
+    p.w = static_cast<const unsigned char*>(weights.data()) + copy * wbytes;
   };
 
   // OpenBLAS's operand: the weights as f32, one copy per cold copy.

@@ -76,7 +76,7 @@ struct ModelManifest {
   std::vector<ResourceSpec> resource_specs() const;
   // The weights files (the shards of an index), resolved; empty for a dummy initialisation.
   std::vector<std::filesystem::path> weight_files() const;
-  // The weights: mapped from the files, or the dummy initialisation.
+  // The weights: read from the files, or the dummy initialisation.
   Weights load_weights() const;
 };
 

@@ -1,8 +1,8 @@
 #include "core/buffer.h"
 
-#include <cstdlib>
 #include <cstring>
-#include <new>
+
+#include "core/host_memory.h"
 
 namespace mstar {
 
@@ -13,17 +13,12 @@ TensorView f32_view(float* data, Shape shape) {
   return TensorView{data, DType::f32, shape, shape.contiguous_strides(), Device::cpu};
 }
 
-void HostBuffer::Free::operator()(void* p) const { std::free(p); }
+void HostBuffer::Free::operator()(void* p) const { free_host(p); }
 
 HostBuffer::HostBuffer(DType dtype, Shape shape)
     : dtype_(dtype), shape_(shape), bytes_(static_cast<std::size_t>(shape.numel()) * dtype_size(dtype)) {
   if (bytes_ == 0) return;
-  constexpr std::size_t kAlign = 64;  // a cache line, and the widest vector load
-  std::size_t rounded = (bytes_ + kAlign - 1) / kAlign * kAlign;
-  void* p = std::aligned_alloc(kAlign, rounded);
-  if (!p) throw std::bad_alloc();
-  std::memset(p, 0, rounded);
-  data_.reset(p);
+  data_.reset(allocate_host(bytes_));
 }
 
 HostBuffer HostBuffer::copy() const {

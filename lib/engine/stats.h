@@ -55,7 +55,7 @@ struct RunStats {
   Samples host_ms;  // per step: admission, planning, scheduling, events (all but the forward and sampling)
   Samples first_chunk_ms;  // arrival to first chunk or frame
   std::vector<ResourceUsage> resources;
-  std::size_t weights_bytes = 0;  // the model's weights as stored (mapped or made)
+  std::size_t weights_bytes = 0;  // the model's weights as stored (read or made)
   int64_t peak_rss_bytes = 0;
 
   nlohmann::json to_json() const;

@@ -3,7 +3,7 @@
 // (docs/hf-decoders.md). The architecture comes from the checkpoint folder's
 // config.json (and generation_config.json when present), never from the
 // manifest; the tensors keep Hugging Face's names and are used in the dtype
-// they are stored in, straight from the memory-mapped files.
+// they are stored in, as read from the files.
 #include <cstdint>
 #include <filesystem>
 #include <optional>

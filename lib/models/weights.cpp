@@ -1,11 +1,12 @@
 #include "models/weights.h"
 
+#include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <optional>
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -16,40 +17,40 @@
 
 namespace mstar {
 
-// A read-only memory map of a whole file, unmapped when the last tensor
-// viewing it goes.
-class MappedFile {
+// A weights file open for reading, closed when the load ends.
+class WeightsFile {
  public:
-  explicit MappedFile(const std::filesystem::path& path) {
+  explicit WeightsFile(const std::filesystem::path& path) : path_(path.string()) {
     fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd_ < 0) throw InputError(fmt::format("{}: cannot be opened", path.string()));
+    if (fd_ < 0) throw InputError(fmt::format("{}: cannot be opened", path_));
     struct stat st {};
     if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
       ::close(fd_);
-      throw InputError(fmt::format("{}: not a regular file", path.string()));
-    }
-    size_ = static_cast<std::size_t>(st.st_size);
-    if (size_ > 0) {
-      data_ = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd_, 0);
-      if (data_ == MAP_FAILED) {
-        ::close(fd_);
-        throw InputError(fmt::format("{}: cannot be memory-mapped", path.string()));
-      }
+      throw InputError(fmt::format("{}: not a regular file", path_));
     }
   }
-  ~MappedFile() {
-    if (data_ && data_ != MAP_FAILED) ::munmap(data_, size_);
-    if (fd_ >= 0) ::close(fd_);
+  ~WeightsFile() { ::close(fd_); }
+  WeightsFile(const WeightsFile&) = delete;
+  WeightsFile& operator=(const WeightsFile&) = delete;
+
+  // `bytes` from `offset` into dst. The header check saw them inside the
+  // file; a file cut short since is an InputError, not a crash.
+  void read(void* dst, uint64_t bytes, uint64_t offset) const {
+    auto* out = static_cast<unsigned char*>(dst);
+    for (uint64_t done = 0; done < bytes;) {
+      const ssize_t n = ::pread(fd_, out + done, std::min<uint64_t>(bytes - done, uint64_t{1} << 30),
+                                static_cast<off_t>(offset + done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0)
+        throw InputError(
+            fmt::format("{}: {} at byte {}", path_, n < 0 ? std::strerror(errno) : "ends early", offset + done));
+      done += static_cast<uint64_t>(n);
+    }
   }
-  MappedFile(const MappedFile&) = delete;
-  MappedFile& operator=(const MappedFile&) = delete;
-  const unsigned char* data() const { return static_cast<const unsigned char*>(data_); }
-  std::size_t size() const { return size_; }
 
  private:
+  std::string path_;
   int fd_ = -1;
-  void* data_ = nullptr;
-  std::size_t size_ = 0;
 };
 
 namespace {
@@ -127,7 +128,8 @@ Weights Weights::load(const std::vector<std::filesystem::path>& files, const std
       throw InputError(fmt::format("{}: unexpected tensor '{}' (not part of this architecture)",
                                    files[f.file].string(), name));
   Weights w;
-  for (const auto& file : files) w.maps_.push_back(std::make_shared<MappedFile>(file));
+  std::vector<std::unique_ptr<WeightsFile>> open;
+  for (const auto& file : files) open.push_back(std::make_unique<WeightsFile>(file));
   for (const TensorSpec& t : specs) {
     auto it = found.find(t.name);
     if (it == found.end()) throw InputError(fmt::format("{}: tensor '{}' is missing", where, t.name));
@@ -143,18 +145,15 @@ Weights Weights::load(const std::vector<std::filesystem::path>& files, const std
     if (e.end - e.begin != want)
       throw InputError(fmt::format("{}: tensor '{}' holds {} bytes, its shape needs {}", file, t.name,
                                    e.end - e.begin, want));
-    const MappedFile& map = *w.maps_[it->second.file];
-    const uint64_t at = headers[it->second.file].data_offset + e.begin;
-    MSTAR_ASSERT(at + want <= map.size(), "the header check keeps every tensor inside its file");
-    const unsigned char* src = map.data() + at;
-    if (reinterpret_cast<uintptr_t>(src) % dtype_size(*dt) != 0) {
-      // Elements must be aligned to be read in place; a file whose data
-      // offsets are not gets this tensor copied once.
-      HostBuffer b(*dt, Shape{t.numel()});
-      std::memcpy(b.data(), src, want);
-      src = static_cast<const unsigned char*>(b.data());
-      w.owned_.push_back(std::move(b));
-    }
+    // Read into host memory rather than mapped: large tensors land on 2 MiB
+    // pages (allocate_host), so a decode step that streams every weight once
+    // takes a TLB miss per 2 MiB, not per 4 KiB (docs/PERFORMANCE.md,
+    // "Weights in memory"); and a file changed under a running engine cannot
+    // take it down with SIGBUS.
+    HostBuffer b(*dt, Shape{t.numel()});
+    open[it->second.file]->read(b.data(), want, headers[it->second.file].data_offset + e.begin);
+    const auto* src = static_cast<const unsigned char*>(b.data());
+    w.owned_.push_back(std::move(b));
     if (const auto bad = first_non_finite(src, *dt, static_cast<std::size_t>(t.numel())))
       throw InputError(fmt::format("{}: tensor '{}' holds {} at element {}: weights must be finite (every output "
                                    "would be garbage)",

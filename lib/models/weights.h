@@ -1,6 +1,6 @@
 #pragma once
 // A model's weights on the host, by tensor name, each in the dtype it is
-// stored in: memory-mapped straight from safetensors files (no copy), or
+// stored in: read from safetensors files into host memory as stored, or
 // made by the documented dummy initialisation. A family asks for the dtype
 // it computes in (ModelParams), and only then is a tensor converted.
 //
@@ -13,7 +13,6 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -26,17 +25,15 @@ namespace mstar {
 struct WeightTensor {
   DType dtype = DType::f32;
   std::vector<int64_t> shape;
-  const void* data = nullptr;  // host memory (a mapping or an owned buffer)
+  const void* data = nullptr;  // host memory, owned by the Weights
   std::size_t bytes = 0;
 };
-
-class MappedFile;
 
 class Weights {
  public:
   static Weights dummy(const std::vector<TensorSpec>& specs, uint64_t seed);
   // The tensors `specs` names, from safetensors `files` (several for a
-  // sharded model), memory-mapped. Throws InputError naming the file and the
+  // sharded model), read into host memory. Throws InputError naming the file and the
   // tensor: missing, unexpected, of a dtype other than F32/F16/BF16, of
   // another shape, holding the wrong number of bytes, or holding a NaN or an
   // infinity (every value is checked once, at load).
@@ -49,7 +46,6 @@ class Weights {
   std::size_t bytes() const;
 
  private:
-  std::vector<std::shared_ptr<MappedFile>> maps_;
   std::vector<HostBuffer> owned_;
   std::map<std::string, WeightTensor> tensors_;
 };
