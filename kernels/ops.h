@@ -137,8 +137,9 @@ struct ExpScaledParams {
 double exp_scaled_host(const ExpScaledParams& p);
 
 // Host only (the sampler): the largest of x[0, n) and the lowest index
-// holding it, NaNs ignored; one thread, vector compares (the scalar
-// std::max_element took about 100 µs over a 151,936-entry vocabulary).
+// holding it, NaNs ignored, and whether every x is finite; one thread,
+// vector compares (the scalar std::max_element took about 100 µs over a
+// 151,936-entry vocabulary).
 struct MaxParams {
   int64_t n = 0;
   const float* x = nullptr;  // [n]
@@ -146,6 +147,7 @@ struct MaxParams {
 struct MaxFound {
   float value = 0.0f;  // -infinity when n == 0 or every x is NaN
   int64_t index = 0;   // n then
+  bool finite = true;  // no NaN, no infinity
 };
 MaxFound max_host(const MaxParams& p);
 

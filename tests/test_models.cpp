@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <random>
 
@@ -592,4 +593,37 @@ TEST_CASE("sampling: the selection fast paths draw what a full sort draws, at a 
       for (int draw = 0; draw < 20; ++draw) CHECK(fast.sample(logits) == sample_by_full_sort(logits, sp, gen));
     }
   }
+}
+
+TEST_CASE("sampling: non-finite logits never crash a draw, NaN and -infinity are never drawn, +infinity is the top") {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  test::Rng rng(17);
+  for (size_t vocab : {size_t{7}, size_t{3000}, size_t{151936}}) {
+    CAPTURE(vocab);
+    std::vector<float> logits = rng.normals(vocab);
+    for (size_t i = 0; i < vocab; i += 3) logits[i] = nan;
+    for (size_t i = 1; i < vocab; i += 3) logits[i] = -inf;
+    for (const SamplingParams& sp : {SamplingParams{0.0, 0, 1.0, 1}, SamplingParams{0.8, 50, 0.95, 2},
+                                     SamplingParams{1.0, 0, 0.9, 3}, SamplingParams{1.2, 0, 1.0, 4},
+                                     SamplingParams{0.7, static_cast<int64_t>(vocab) - 1, 1.0, 5}}) {
+      CAPTURE(sp.temperature);
+      CAPTURE(sp.top_k);
+      CAPTURE(sp.top_p);
+      Sampler s(sp);
+      for (int draw = 0; draw < 20; ++draw) {
+        const int32_t t = s.sample(logits);
+        REQUIRE(t >= 0);
+        REQUIRE(static_cast<size_t>(t) < vocab);
+        CHECK(t % 3 == 2);  // a finite logit
+      }
+      std::vector<float> top = logits;
+      top[vocab - 1] = inf;
+      CHECK(s.sample(top) == static_cast<int32_t>(vocab - 1));  // all the mass
+    }
+  }
+  // Nothing but NaN and -infinity: the draw returns the first id rather than hang or crash.
+  const std::vector<float> none{nan, -inf, nan, -inf};
+  for (const SamplingParams& sp : {SamplingParams{0.0, 0, 1.0, 1}, SamplingParams{0.8, 2, 0.95, 2},
+                                   SamplingParams{1.0, 0, 0.5, 3}, SamplingParams{1.0, 0, 1.0, 4}})
+    CHECK(Sampler(sp).sample(none) == 0);
 }

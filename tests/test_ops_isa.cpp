@@ -209,7 +209,7 @@ TEST_CASE("exp_scaled: the instruction set's body against std::exp in double, an
   }
 }
 
-TEST_CASE("max: the instruction set's body finds the largest and its lowest index, NaNs ignored") {
+TEST_CASE("max: the instruction set's body finds the largest and its lowest index, NaNs ignored, and sees any non-finite") {
   const CpuIsa isa = test::isa_under_test();
   test::Rng rng(37);
   const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
@@ -241,6 +241,7 @@ TEST_CASE("max: the instruction set's body finds the largest and its lowest inde
       const MaxFound got = max_cpu_isa({n, c.data()}, isa), want = plain(c);
       CHECK(got.value == want.value);
       CHECK(got.index == want.index);
+      CHECK(got.finite == std::all_of(c.begin(), c.end(), [](float v) { return std::isfinite(v); }));
     }
   }
   // Nothing to find: no entries, or only NaNs.
@@ -248,5 +249,14 @@ TEST_CASE("max: the instruction set's body finds the largest and its lowest inde
   const MaxFound none = max_cpu_isa({33, all_nan.data()}, isa);
   CHECK(none.value == -inf);
   CHECK(none.index == 33);
+  CHECK_FALSE(none.finite);
+  // One infinity among finite entries, in the vector part and in the tail.
+  for (int64_t at : {5, 32}) {
+    std::vector<float> x(33, 1.0f);
+    x[static_cast<size_t>(at)] = inf;
+    const MaxFound f = max_cpu_isa({33, x.data()}, isa);
+    CHECK(f.index == at);
+    CHECK_FALSE(f.finite);
+  }
   CHECK(max_cpu_isa({0, nullptr}, isa).index == 0);
 }

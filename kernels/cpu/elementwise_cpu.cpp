@@ -58,7 +58,7 @@ double exp_scaled_cpu_isa(const ExpScaledParams& p, CpuIsa isa) {
 MaxFound max_cpu_isa(const MaxParams& p, CpuIsa isa) {
   MSTAR_ASSERT(cpu_supports(isa), "max_cpu_isa: this processor lacks the instruction set");
   MaxFound f;
-  f.value = bodies(isa).max_span(p.x, p.n, &f.index);
+  f.value = bodies(isa).max_span(p.x, p.n, &f.index, &f.finite);
   return f;
 }
 

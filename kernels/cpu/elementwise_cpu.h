@@ -24,12 +24,12 @@ MaxFound max_cpu_isa(const MaxParams& p, CpuIsa isa);
 // - rmsnorm_row: out = x / sqrt(mean(x^2) + eps) * w over one row of width;
 // - exp_scaled_span: out[i] = exp((x[i] - shift) * scale), i < n, and their sum;
 // - max_span: the largest x[i], i < n, NaNs ignored, and in *index the lowest
-//   i holding it (-infinity and n when there is none).
+//   i holding it (-infinity and n when there is none); *finite: every x[i] is.
 #define MSTAR_ELEMENTWISE_BODIES                                                   \
   void silu_mul_span(float* a, const float* b, int64_t n);                         \
   void rmsnorm_row(const float* x, const float* w, double eps, float* out, int64_t width); \
   double exp_scaled_span(const float* x, int64_t n, float shift, float scale, float* out); \
-  float max_span(const float* x, int64_t n, int64_t* index);
+  float max_span(const float* x, int64_t n, int64_t* index, bool* finite);
 namespace generic {
 MSTAR_ELEMENTWISE_BODIES
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -60,11 +61,25 @@ constexpr size_t kWalkBlock = 1024;
 // vocabulary with the cpu backend's vector exp, or for the top_k tokens
 // alone when top_k truncates (weights outside the nucleus are never read).
 // `mstar-bench sample` times each setting at a 151,936-entry vocabulary.
-int32_t Sampler::sample(std::span<const float> logits) {
-  MSTAR_ASSERT(!logits.empty(), "sample: no logits");
-  const size_t n = logits.size();
-  const kernels::MaxFound top = kernels::max_host({static_cast<int64_t>(n), logits.data()});
-  if (p_.temperature == 0.0) return static_cast<int32_t>(top.index == static_cast<int64_t>(n) ? 0 : top.index);
+int32_t Sampler::sample(std::span<const float> given) {
+  MSTAR_ASSERT(!given.empty(), "sample: no logits");
+  const size_t n = given.size();
+  std::span<const float> logits = given;
+  kernels::MaxFound top = kernels::max_host({static_cast<int64_t>(n), logits.data()});
+  if (!top.finite) {
+    // Non-finite logits (a model whose numbers overflowed) are drawn as if
+    // NaN were -infinity and +infinity the largest float, so a NaN is never
+    // drawn and everything below (the floor search, the buckets, the order
+    // `before` sorts by) sees ordered values only.
+    finite_.assign(given.begin(), given.end());
+    for (float& l : finite_)
+      if (std::isnan(l)) l = -INFINITY;
+      else if (l == INFINITY) l = std::numeric_limits<float>::max();
+    logits = finite_;
+    top = kernels::max_host({static_cast<int64_t>(n), logits.data()});
+  }
+  // Greedy, or nothing above -infinity to weigh: the first of the largest.
+  if (p_.temperature == 0.0 || top.value == -INFINITY) return static_cast<int32_t>(top.index);
   const float mx = top.value;
   const float inv_t = static_cast<float>(1.0 / p_.temperature);
   weights_.resize(n);  // [n] exp((logit - max) / temperature), where read
@@ -100,8 +115,11 @@ int32_t Sampler::sample(std::span<const float> logits) {
       // Mass per bucket of z; the bucket where the mass from the top reaches
       // top_p holds the boundary, found by sorting that bucket alone.
       bucket_mass_.assign(kBuckets, 0.0);
+      // In float until it is below the last bucket: converting an
+      // infinite z (a -infinity logit) to int would be undefined.
       const auto bucket = [&](float l) {
-        return std::min(kBuckets - 1, static_cast<int>((mx - l) * inv_t * (kBuckets / kZRange)));
+        const float z = (mx - l) * inv_t * (kBuckets / kZRange);
+        return z < static_cast<float>(kBuckets - 1) ? static_cast<int>(z) : kBuckets - 1;
       };
       for (size_t i = 0; i < n; ++i) bucket_mass_[static_cast<size_t>(bucket(logits[i]))] += weights_[i];
       const double need = p_.top_p * all;
@@ -123,11 +141,14 @@ int32_t Sampler::sample(std::span<const float> logits) {
     double sub = 0;
     for (const auto& t : scratch_) sub += w_of(t);
     double u = std::uniform_real_distribution<double>(0.0, sub)(gen_);
+    int32_t pick = scratch_.front().second;
     for (const auto& t : scratch_) {
-      if (u < w_of(t)) return t.second;
+      if (w_of(t) <= 0) continue;  // never drawn, not even when rounding runs past the end
+      pick = t.second;
+      if (u < w_of(t)) break;
       u -= w_of(t);
     }
-    return scratch_.back().second;
+    return pick;
   }
   // The whole vocabulary, or the top_p part of it: the kept mass per block
   // of kWalkBlock ids, so the draw skips whole blocks and walks one token at
@@ -153,15 +174,16 @@ int32_t Sampler::sample(std::span<const float> logits) {
   // From the block the draw lands in; the walk goes on past it if the
   // block's sum rounded above its tokens' running subtraction.
   size_t pick = n;
+  const auto drawable = [&](size_t i) { return (all_kept || in_nucleus(i)) && weights_[i] > 0; };
   for (size_t i = b * kWalkBlock; i < n; ++i)
-    if (all_kept || in_nucleus(i)) {
+    if (drawable(i)) {
       pick = i;
       if (u < weights_[i]) break;
       u -= weights_[i];
     }
-  // Nothing kept from there on (rounding again): the last kept token.
+  // Nothing drawable from there on (rounding again): the last before it.
   for (size_t i = b * kWalkBlock; pick == n && i-- > 0;)
-    if (all_kept || in_nucleus(i)) pick = i;
+    if (drawable(i)) pick = i;
   return static_cast<int32_t>(pick);
 }
 

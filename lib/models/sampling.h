@@ -34,6 +34,7 @@ class Sampler {
  private:
   SamplingParams p_;
   std::mt19937_64 gen_;
+  std::vector<float> finite_;                      // [vocab] the logits, made ordered, when some are not finite
   std::vector<float> weights_;                     // [vocab]
   std::vector<std::pair<float, int32_t>> scratch_;  // candidates: (logit, id)
   std::vector<double> bucket_mass_;                 // [4096] mass per bucket of logit
