@@ -109,33 +109,7 @@ int32_t Sampler::sample(std::span<const float> given) {
     double total = 0;
     for (size_t i = 0; i < keep; ++i) total += w_of(scratch_[i]);
     last = prefix_reaching(keep, 0.0, p_.top_p * total);
-  } else {
-    const double all = kernels::exp_scaled_host({static_cast<int64_t>(n), logits.data(), mx, inv_t, weights_.data()});
-    if (p_.top_p < 1.0) {
-      // Mass per bucket of z; the bucket where the mass from the top reaches
-      // top_p holds the boundary, found by sorting that bucket alone.
-      bucket_mass_.assign(kBuckets, 0.0);
-      // In float until it is below the last bucket: converting an
-      // infinite z (a -infinity logit) to int would be undefined.
-      const auto bucket = [&](float l) {
-        const float z = (mx - l) * inv_t * (kBuckets / kZRange);
-        return z < static_cast<float>(kBuckets - 1) ? static_cast<int>(z) : kBuckets - 1;
-      };
-      for (size_t i = 0; i < n; ++i) bucket_mass_[static_cast<size_t>(bucket(logits[i]))] += weights_[i];
-      const double need = p_.top_p * all;
-      double above = 0;
-      int b = 0;
-      while (b < kBuckets - 1 && above + bucket_mass_[static_cast<size_t>(b)] < need) above += bucket_mass_[static_cast<size_t>(b++)];
-      scratch_.clear();
-      for (size_t i = 0; i < n; ++i)
-        if (bucket(logits[i]) == b) scratch_.emplace_back(logits[i], static_cast<int32_t>(i));
-      std::sort(scratch_.begin(), scratch_.end(), before);
-      last = prefix_reaching(scratch_.size(), above, need);
-    }
-  }
-  const auto in_nucleus = [&](size_t i) { return !before(last, {logits[i], static_cast<int32_t>(i)}); };
-  if (keep < n) {
-    // At most top_k tokens: walk them alone, in id order.
+    // At most top_k tokens: the draw walks them alone, in id order.
     scratch_.erase(std::find(scratch_.begin(), scratch_.begin() + static_cast<long>(keep), last) + 1, scratch_.end());
     std::sort(scratch_.begin(), scratch_.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
     double sub = 0;
@@ -150,6 +124,29 @@ int32_t Sampler::sample(std::span<const float> given) {
     }
     return pick;
   }
+  const double all = kernels::exp_scaled_host({static_cast<int64_t>(n), logits.data(), mx, inv_t, weights_.data()});
+  if (p_.top_p < 1.0) {
+    // Mass per bucket of z; the bucket where the mass from the top reaches
+    // top_p holds the boundary, found by sorting that bucket alone.
+    bucket_mass_.assign(kBuckets, 0.0);
+    // In float until it is below the last bucket: converting an
+    // infinite z (a -infinity logit) to int would be undefined.
+    const auto bucket = [&](float l) {
+      const float z = (mx - l) * inv_t * (kBuckets / kZRange);
+      return z < static_cast<float>(kBuckets - 1) ? static_cast<int>(z) : kBuckets - 1;
+    };
+    for (size_t i = 0; i < n; ++i) bucket_mass_[static_cast<size_t>(bucket(logits[i]))] += weights_[i];
+    const double need = p_.top_p * all;
+    double above = 0;
+    int b = 0;
+    while (b < kBuckets - 1 && above + bucket_mass_[static_cast<size_t>(b)] < need) above += bucket_mass_[static_cast<size_t>(b++)];
+    scratch_.clear();
+    for (size_t i = 0; i < n; ++i)
+      if (bucket(logits[i]) == b) scratch_.emplace_back(logits[i], static_cast<int32_t>(i));
+    std::sort(scratch_.begin(), scratch_.end(), before);
+    last = prefix_reaching(scratch_.size(), above, need);
+  }
+  const auto in_nucleus = [&](size_t i) { return !before(last, {logits[i], static_cast<int32_t>(i)}); };
   // The whole vocabulary, or the top_p part of it: the kept mass per block
   // of kWalkBlock ids, so the draw skips whole blocks and walks one token at
   // a time only inside the block it lands in. Walking every token (a chain
