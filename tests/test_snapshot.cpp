@@ -309,6 +309,15 @@ TEST_CASE("snapshot: truncated, corrupted, other versions: refused with the reas
   REQUIRE(w != std::string::npos);
   b[w + 10] = '-';
   CHECK(!reason(s, resealed(b)).empty());
+  // A cache value made NaN (the last element of the last section: 0x7fff is
+  // NaN as bf16 and f16, and the high half of a NaN as f32), sealed right:
+  // refused, since the resumed stream would read garbage.
+  b = s.bytes;
+  b[b.size() - 10] = static_cast<char>(0xff);
+  b[b.size() - 9] = 0x7f;
+  const std::string why = reason(s, resealed(b));
+  CHECK_MESSAGE(why.find("holds nan at element") != std::string::npos, why);
+  CHECK_MESSAGE(why.find("(a saved cache holds finite numbers)") != std::string::npos, why);
 }
 
 TEST_CASE("snapshot: another model, weights, geometry, voice or settings: refused with the reason, others go on") {

@@ -80,6 +80,9 @@ done
 for f in "$snaps"/speech-*.snap; do seed fuzz_snapshot "$f" '\000'; seed fuzz_snapshot "$f" '\002'; done
 for f in "$snaps"/frames-*.snap; do seed fuzz_snapshot "$f" '\001'; seed fuzz_snapshot "$f" '\003'; done
 rm -rf "$snaps"
+# Inputs that found a defect, kept as seeds so every run replays them first
+# (each already starts with the byte the harness reads; docs/reliability.md).
+for f in fuzz/data/snapshot-*.bin; do seed fuzz_snapshot "$f"; done
 
 dict_of() {
   case "$1" in

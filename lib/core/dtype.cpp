@@ -40,4 +40,18 @@ DType parse_dtype(std::string_view text, std::string_view what) {
   throw ConfigError(fmt::format("{}: unknown dtype '{}' (expected f32, f16 or bf16)", what, text));
 }
 
+std::optional<std::size_t> first_non_finite(const void* data, DType dt, std::size_t n) {
+  if (dt == DType::f32) {
+    const auto* u = static_cast<const uint32_t*>(data);
+    for (std::size_t i = 0; i < n; ++i)
+      if ((u[i] & 0x7f800000u) == 0x7f800000u) return i;
+    return std::nullopt;
+  }
+  const uint16_t mask = dt == DType::bf16 ? 0x7f80 : 0x7c00;
+  const auto* h = static_cast<const uint16_t*>(data);
+  for (std::size_t i = 0; i < n; ++i)
+    if ((h[i] & mask) == mask) return i;
+  return std::nullopt;
+}
+
 }  // namespace mstar

@@ -70,6 +70,11 @@ inline uint16_t f32_to_bf16(float x) {
   return static_cast<uint16_t>(u >> 16);
 }
 
+// The first of n elements of dtype t whose exponent bits are all ones (an
+// infinity or a NaN), by bits, so a scan of gigabytes stays a pass over
+// memory; none: nullopt.
+std::optional<std::size_t> first_non_finite(const void* data, DType t, std::size_t n);
+
 // Reads element i of a buffer of dtype t as f32.
 inline float load_as_f32(const void* base, DType t, std::size_t i) {
   switch (t) {

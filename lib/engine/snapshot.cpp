@@ -100,12 +100,19 @@ uint64_t check_sections(const json& layers, const ResourceSpec& spec, const std:
   return total;
 }
 
-// Copies the next `shape` of `dtype` out of the payload.
-HostBuffer take_section(std::string_view payload, std::size_t& at, DType dtype, const Shape& shape) {
+// Copies the next `shape` of `dtype` out of the payload, refusing a NaN or
+// an infinity: a stream's cache holds finite numbers, and a writer that put
+// others there would have the resumed stream read garbage (a fuzzed one
+// made every logit NaN; docs/reliability.md).
+HostBuffer take_section(std::string_view payload, std::size_t& at, DType dtype, const Shape& shape,
+                        const std::string& name, const std::string& where) {
   HostBuffer b(dtype, shape);
   MSTAR_ASSERT(at + b.bytes() <= payload.size(), "the sections' sizes were checked against the payload");
   if (b.bytes()) std::memcpy(b.data(), payload.data() + at, b.bytes());
   at += b.bytes();
+  if (const auto bad = first_non_finite(b.data(), dtype, static_cast<std::size_t>(shape.numel())))
+    refuse(name, fmt::format("{} holds {} at element {} (a saved cache holds finite numbers)", where,
+                             load_as_f32(b.data(), dtype, *bad), *bad));
   return b;
 }
 
@@ -300,6 +307,9 @@ SnapshotContent decode_snapshot(std::string_view bytes, const std::string& name,
     refuse(name, e.what());
   }
   std::size_t at = 0;
+  const auto section = [](size_t resource, size_t layer) {
+    return fmt::format("the section of header.resources[{}].layers[{}]", resource, layer);
+  };
   for (size_t i = 0; i < resources.size(); ++i) {
     const json& r = resources[i];
     const std::vector<Shape> shapes = section_shapes(specs[i]);
@@ -309,13 +319,13 @@ SnapshotContent decode_snapshot(std::string_view bytes, const std::string& name,
       s.written = r["written"].get<int64_t>();
       s.source = r["source"].get<int>();
       s.source_len = r["source_len"].get<int64_t>();
-      for (const Shape& sh : shapes) s.kv.push_back(take_section(payload, at, dt, sh));
+      for (const Shape& sh : shapes) s.kv.push_back(take_section(payload, at, dt, sh, name, section(i, s.kv.size())));
       c.resources.emplace_back(std::move(s));
     } else {
       RingSessionState s;
       if (!r["next_frame"].is_null()) s.next_frame = r["next_frame"].get<int64_t>();
       s.written = r["flags"].get<std::vector<std::vector<uint8_t>>>();
-      for (const Shape& sh : shapes) s.kv.push_back(take_section(payload, at, dt, sh));
+      for (const Shape& sh : shapes) s.kv.push_back(take_section(payload, at, dt, sh, name, section(i, s.kv.size())));
       c.resources.emplace_back(std::move(s));
     }
   }

@@ -69,22 +69,6 @@ uint64_t splitmix64(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-// The first element whose exponent bits are all ones (an infinity or a NaN),
-// by bits, so a scan of gigabytes stays a pass over memory.
-std::optional<std::size_t> first_non_finite(const void* data, DType dt, std::size_t n) {
-  if (dt == DType::f32) {
-    const auto* u = static_cast<const uint32_t*>(data);
-    for (std::size_t i = 0; i < n; ++i)
-      if ((u[i] & 0x7f800000u) == 0x7f800000u) return i;
-    return std::nullopt;
-  }
-  const uint16_t mask = dt == DType::bf16 ? 0x7f80 : 0x7c00;
-  const auto* h = static_cast<const uint16_t*>(data);
-  for (std::size_t i = 0; i < n; ++i)
-    if ((h[i] & mask) == mask) return i;
-  return std::nullopt;
-}
-
 }  // namespace
 
 float dummy_value(const TensorSpec& t, uint64_t seed, int64_t i) {
