@@ -20,9 +20,10 @@ constexpr std::size_t kHugePage = std::size_t{2} << 20;
 // weight once, and with 4 KiB pages each 4 KiB of weights costs a TLB miss
 // whose page walk the hardware prefetchers do not hide (they stop at page
 // boundaries); with huge pages, decode steps measured 3 to 8% faster in
-// alternated rounds (docs/PERFORMANCE.md, "Weights in memory"). Debian's
-// kernel gives anonymous memory huge pages only on madvise
-// (/sys/kernel/mm/transparent_hugepage/enabled = madvise).
+// alternated rounds (docs/PERFORMANCE.md, "Weights in memory"). Kernels set
+// to give anonymous memory huge pages only when asked
+// (/sys/kernel/mm/transparent_hugepage/enabled = madvise, as on the machines
+// measured) give none without this advice.
 constexpr std::size_t kHugeFrom = kHugePage;
 
 }  // namespace
