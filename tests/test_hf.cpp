@@ -212,6 +212,24 @@ TEST_CASE("hf: broken folders are refused before anything is allocated, naming t
   }
 }
 
+TEST_CASE("hf: a model.safetensors that is a directory or a device is refused as such, not as missing") {
+  const fs::path dir = fs::temp_directory_path() / ("mstar-hf-special-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path single = dir / "model.safetensors";
+  CHECK_THROWS_WITH_AS(hf_weight_files(dir), (dir.string() + ": no model.safetensors or model.safetensors.index.json").c_str(),
+                       InputError);
+  fs::create_directory(single);
+  CHECK_THROWS_WITH_AS(hf_weight_files(dir),
+                       (single.string() + ": is not a regular file (a directory, device, socket or pipe?)").c_str(),
+                       InputError);
+  fs::remove(single);
+  fs::create_symlink("/dev/zero", single);
+  CHECK_THROWS_WITH_AS(hf_weight_files(dir),
+                       (single.string() + ": is not a regular file (a directory, device, socket or pipe?)").c_str(),
+                       InputError);
+  fs::remove_all(dir);
+}
+
 TEST_CASE("hf: the manifest may not restate what the checkpoint says, and may not mix families") {
   Loaded l = load(kData / "qwen2-bias-bf16", "llama", "stream", 4, 12);
   CHECK(l.errors.find("model_type: 'qwen2', but the manifest says kind llama") != std::string::npos);

@@ -265,6 +265,13 @@ TEST_CASE("weights: the safetensors file the tool writes loads back to the same 
     CHECK_THROWS_WITH_AS(weight_files(dir / "model.safetensors.index.json"),
                          ((dir / "model.safetensors.index.json").string() + ": names shard 'gone.safetensors', which is missing").c_str(),
                          InputError);
+    fs::create_directory(dir / "gone.safetensors");  // there, but a directory: said so, not "missing"
+    CHECK_THROWS_WITH_AS(weight_files(dir / "model.safetensors.index.json"),
+                         ((dir / "model.safetensors.index.json").string() +
+                          ": names shard 'gone.safetensors', which is not a regular file (a directory, device, socket "
+                          "or pipe?)")
+                             .c_str(),
+                         InputError);
   }
 
   // A tensor of rank 3 (any rank loads).

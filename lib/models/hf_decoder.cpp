@@ -361,6 +361,8 @@ std::vector<std::filesystem::path> hf_weight_files(const std::filesystem::path& 
   if (std::filesystem::exists(index, ec)) return weight_files(index);
   const auto single = folder / "model.safetensors";
   if (std::filesystem::is_regular_file(single, ec)) return {single};
+  if (std::filesystem::exists(single, ec))
+    throw InputError(fmt::format("{}: is not a regular file (a directory, device, socket or pipe?)", single.string()));
   throw InputError(fmt::format("{}: no model.safetensors or model.safetensors.index.json", folder.string()));
 }
 

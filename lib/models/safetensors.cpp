@@ -125,9 +125,14 @@ std::vector<std::filesystem::path> weight_files(const std::filesystem::path& pat
     const std::filesystem::path shard = path.parent_path() / file.get<std::string>();
     if (std::find(files.begin(), files.end(), shard) == files.end()) files.push_back(shard);
   }
-  for (const auto& f : files)
-    if (!std::filesystem::is_regular_file(f, ec))
-      throw InputError(fmt::format("{}: names shard '{}', which is missing", name, f.filename().string()));
+  for (const auto& f : files) {
+    if (std::filesystem::is_regular_file(f, ec)) continue;
+    if (std::filesystem::exists(f, ec))
+      throw InputError(fmt::format("{}: names shard '{}', which is not a regular file (a directory, device, socket or "
+                                   "pipe?)",
+                                   name, f.filename().string()));
+    throw InputError(fmt::format("{}: names shard '{}', which is missing", name, f.filename().string()));
+  }
   return files;
 }
 
