@@ -139,6 +139,22 @@ TEST_CASE("scheduler: runs are reproducible from their seeds") {
   CHECK(run_workload(d) != run_workload(d2));
 }
 
+TEST_CASE("scheduler: the batch's draws spread over two threads speak as one thread drawing them in turn") {
+  // Every stream draws from its own logits with its own generator, so the
+  // pool's order of draws must not show; the cpu backend's products and
+  // attention also give the same sums on 1 and 2 threads (split by output
+  // column and by head, never inside a sum), so whole runs compare.
+  const std::vector<std::string> sets{"workload.requests.count=6", "workload.requests.max_tokens=24",
+                                      "workload.requests.arrival_every=0"};
+  std::vector<std::string> one = sets, two = sets;
+  one.push_back("threads=1");
+  two.push_back("threads=2");
+  const std::vector<json> serial = run_workload(deployment("tts-demo.yaml", one));
+  CHECK(serial.size() > 12);
+  CHECK(run_workload(deployment("tts-demo.yaml", two)) == serial);
+  CHECK(run_workload(deployment("hf-demo.yaml", two)) == run_workload(deployment("hf-demo.yaml", one)));
+}
+
 TEST_CASE("scheduler: world rollouts wait for sessions, stream frames, and fail alone") {
   const auto d = deployment("world-demo.yaml", {"resources.world_kv.num_sessions=1"});
   const Run r = run(d, R"({"id": "w1", "frames": 3, "seed": 1})" "\n"
@@ -165,7 +181,7 @@ TEST_CASE("scheduler: classifier-free guidance rows, scale 1 speaks exactly as t
   manifest.replace(manifest.find("rows_per_request: 1"), 19, "rows_per_request: 2");
   std::ofstream(dir / "cfg-tts.yaml") << manifest;
   auto config = [&](const std::string& model, double scale) {
-    std::ofstream(dir / "c.yaml") << "model: " << model << "\nbackend: cpu\nworkload:\n  guidance_scale: " << scale
+    std::ofstream(dir / "c.yaml") << "model: " << model << "\nbackend: cpu\nthreads: 2\nworkload:\n  guidance_scale: " << scale
                                   << "\n  voices:\n    alice: {seed: 1, length: 20}\n";
     Diagnostics d;
     auto r = load_deployment(dir / "c.yaml", {}, d);

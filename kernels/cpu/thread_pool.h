@@ -1,8 +1,9 @@
 #pragma once
 // One pool of worker threads for every op of the cpu backend: products,
-// attention, norms and copies all run on it, so nothing oversubscribes the
-// cores (OpenBLAS runs single-threaded inside a pool task; OpenMP is not
-// used for parallel loops). Work is handed out an item at a time from an
+// attention, norms and copies all run on it, and so do the engine's draws
+// of each stream's next token, so nothing oversubscribes the cores
+// (OpenBLAS runs single-threaded inside a pool task; OpenMP is not used for
+// parallel loops). Work is handed out an item at a time from an
 // atomic counter, so a thread the OS takes away (another process on the
 // core) delays only the item it holds: the others take the rest. Idle
 // workers spin briefly, then sleep, so a busy machine is not robbed of time.

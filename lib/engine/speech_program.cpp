@@ -10,6 +10,7 @@
 #include "engine/requests.h"
 #include "engine/snapshot.h"
 #include "engine/workload.h"
+#include "cpu/thread_pool.h"
 #include "models/sampling.h"
 
 namespace mstar {
@@ -47,10 +48,10 @@ struct SpeechLive final : Live {
   int source = 0;
   int64_t source_len = 0;
   int64_t written = 0;         // committed entries past the source
-  int32_t last = -1;           // the token the next step feeds
+  int32_t last = -1;           // the token the next step feeds (drawn by forward, streamed by emit)
   std::vector<int32_t> chunk;  // tokens not yet streamed
   int64_t chunks = 0, generated = 0;
-  std::vector<float> logits;   // this step's (guided) logits
+  std::vector<float> guided;   // [vocab] this step's guided logits (two rows per request only)
   explicit SpeechLive(const SamplingParams& p) : sampler(p) {}
 };
 
@@ -62,6 +63,7 @@ class SpeechProgram final : public Program {
     const json settings = w.value("settings", json::object());
     chunk_tokens_ = settings.value("chunk_tokens", int64_t{8});
     guidance_ = settings.value("guidance_scale", 1.0);
+    threads_ = static_cast<int>(d.deployment.threads);
     if (w.contains("voices"))
       for (const auto& [name, tokens] : w["voices"].items()) voices_[name].tokens = tokens.get<std::vector<int32_t>>();
   }
@@ -156,22 +158,29 @@ class SpeechProgram final : public Program {
     }
     model_.step(kv, step, ctx, rows_, logits_);
     const int64_t V = model_.vocab_size();
-    for (size_t i = 0; i < batch.size(); ++i) {
-      auto& s = static_cast<SpeechLive&>(*batch[i]);
-      const float* cond = logits_.data() + i * static_cast<size_t>(R * V);
-      s.logits.assign(cond, cond + V);
+    // Every stream's next token, drawn here for the whole batch and spread
+    // over the pool: each stream has its own sampler and generator, so the
+    // draws are the same on any thread. One after another they were a serial
+    // part of every step (about 80 µs and a 600 KB copy per stream at a
+    // 151,936-entry vocabulary), which the cores idled through.
+    kernels::parallel_for(threads_, static_cast<int64_t>(batch.size()), [&](int64_t i, int) {
+      auto& s = static_cast<SpeechLive&>(*batch[static_cast<size_t>(i)]);
+      const float* cond = logits_.data() + i * R * V;
+      std::span<const float> logits(cond, static_cast<size_t>(V));
       if (R == 2) {  // classifier-free guidance: uncond + scale * (cond - uncond)
         const float* u = cond + V;
+        s.guided.resize(static_cast<size_t>(V));
         for (int64_t t = 0; t < V; ++t)
-          s.logits[static_cast<size_t>(t)] = u[t] + static_cast<float>(guidance_) * (cond[t] - u[t]);
+          s.guided[static_cast<size_t>(t)] = u[t] + static_cast<float>(guidance_) * (cond[t] - u[t]);
+        logits = s.guided;
       }
-      s.written += static_cast<int64_t>(rows_[i * static_cast<size_t>(R)].size());
-    }
+      s.last = s.sampler.sample(logits);
+      s.written += static_cast<int64_t>(rows_[static_cast<size_t>(i * R)].size());
+    });
   }
 
   Emitted emit(Live& l, const Emit& emit) override {
     auto& s = static_cast<SpeechLive&>(l);
-    s.last = s.sampler.sample(s.logits);
     s.chunk.push_back(s.last);
     ++s.generated;
     const std::vector<int32_t> ends = model_.end_tokens();
@@ -314,6 +323,7 @@ class SpeechProgram final : public Program {
   std::shared_ptr<const Tokenizer> tokenizer_;
   int64_t chunk_tokens_ = 8;
   double guidance_ = 1.0;
+  int threads_ = 1;  // the deployment's: the pool the step's draws are spread over
   std::map<std::string, Voice> voices_;
   std::vector<std::vector<int32_t>> rows_;
   std::vector<float> logits_;
