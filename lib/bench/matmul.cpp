@@ -21,14 +21,19 @@ std::vector<MatmulResult> bench_matmul(const MatmulShape& s, bool cold, int repe
   std::vector<float> block(4099);  // repeated: fills GiBs fast; odd so rows differ
   for (auto& v : block) v = n(g);
   for (size_t i = 0; i < count; ++i) store_from_f32(weights.data(), s.dtype, i, block[i % block.size()]);
-  std::vector<float> x(static_cast<size_t>(s.rows * s.in)), y(static_cast<size_t>(s.rows * s.out));
-  for (auto& v : x) v = n(g);
+  // Activations from the engine's allocator too: 64-byte aligned, so two
+  // threads writing neighbouring column panels never share a cache line
+  // (from std::vector's 16-byte boundary they did at every panel edge).
+  HostBuffer xb(DType::f32, Shape{s.rows, s.in}), yb(DType::f32, Shape{s.rows, s.out});
+  float* x = static_cast<float*>(xb.data());
+  float* y = static_cast<float*>(yb.data());
+  for (int64_t i = 0; i < s.rows * s.in; ++i) x[i] = n(g);
 
   kernels::MatmulParams p;
   p.rows = s.rows, p.in = s.in, p.out = s.out;
-  p.x = x.data(), p.x_stride = s.in;
+  p.x = x, p.x_stride = s.in;
   p.w_dtype = s.dtype;
-  p.y = y.data(), p.y_stride = s.out;
+  p.y = y, p.y_stride = s.out;
   p.threads = s.threads;
   int64_t copy = 0;  // the weights of this call
   const auto next_copy = [&](int i) {
@@ -55,8 +60,8 @@ std::vector<MatmulResult> bench_matmul(const MatmulShape& s, bool cold, int repe
           q.x_dtype = x_dtype;
           if (blas)
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(s.rows), static_cast<int>(s.out),
-                        static_cast<int>(s.in), 1.0f, x.data(), static_cast<int>(s.in), wide.data() + copy * wide_floats,
-                        static_cast<int>(s.in), 0.0f, y.data(), static_cast<int>(s.out));
+                        static_cast<int>(s.in), 1.0f, x, static_cast<int>(s.in), wide.data() + copy * wide_floats,
+                        static_cast<int>(s.in), 0.0f, y, static_cast<int>(s.out));
           else if (m.starts_with("mstar")) kernels::matmul_cpu(q);
           else if (m.starts_with("panels")) kernels::matmul_cpu_path(q, isa, kernels::MatmulPath::panels);
           else kernels::matmul_cpu_path(q, isa, kernels::MatmulPath::packed);
