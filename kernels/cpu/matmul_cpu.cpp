@@ -80,9 +80,10 @@ void matmul_bf16_pairs(const MatmulParams& p, MatmulPath path) {
     });
     return;
   }
-  parallel_for(p.threads, (p.out + kPanelCols - 1) / kPanelCols, [&](int64_t t, int) {
-    const int64_t o0 = t * kPanelCols;
-    avx512_bf16::matmul_panel(p, xb, xs, o0, std::min(kPanelCols, p.out - o0));
+  const int64_t cols = avx512_bf16::matmul_panel_cols(p.rows);
+  parallel_for(p.threads, (p.out + cols - 1) / cols, [&](int64_t t, int) {
+    const int64_t o0 = t * cols;
+    avx512_bf16::matmul_panel(p, xb, xs, o0, std::min(cols, p.out - o0));
   });
 }
 #endif

@@ -29,8 +29,16 @@ enum class MatmulPath : unsigned char { panels, packed };
 constexpr int64_t kPanelMaxRows = 64;
 inline MatmulPath matmul_path(int64_t rows) { return rows <= kPanelMaxRows ? MatmulPath::panels : MatmulPath::packed; }
 
-// Output columns per panel: one task of the pool.
-constexpr int64_t kPanelCols = 16;
+// Output columns per panel, one task of the pool (the bf16 pair bodies take
+// 48 for their 3-column tiles: avx512_bf16::matmul_panel_cols). Wide, so
+// few: every task costs a fetch-add on the pool's shared counter (a cache
+// line the cores pass back and forth) and a jump in each thread's stream of
+// weights. From 16 columns (304 tasks for an 896 -> 4864 product) to 64, the
+// bf16 one-row product on 2 threads went from 91-100 to 58-63 µs hot and
+// from 213-251 to 136-184 µs cold, and the 16-row one from 327-343 to
+// 252-262 µs hot (3 alternated rounds, idle machine; docs/PERFORMANCE.md,
+// "Sixth session").
+constexpr int64_t kPanelCols = 64;
 
 // The product with a named instruction set and path (the backend passes
 // best_cpu_isa() and matmul_path(rows); tests and the benchmark name each).
@@ -63,6 +71,9 @@ MSTAR_MATMUL_BODIES
 // matmul_packed_cols()] pairs.
 namespace avx512_bf16 {
 void round_to_bf16(const float* x, int64_t n, uint16_t* out);  // f32_to_bf16 of each
+// Output columns per panel (one pool task) at `rows` rows: kPanelCols, or
+// 48 where the body takes 3-column tiles.
+int64_t matmul_panel_cols(int64_t rows);
 void matmul_panel(const MatmulParams& p, const uint16_t* xb, int64_t xb_stride, int64_t o0, int64_t n);
 int64_t matmul_packed_cols();
 void matmul_packed(const MatmulParams& p, const uint16_t* xb, int64_t xb_stride, int64_t o0, int64_t n,

@@ -28,13 +28,23 @@ namespace mstar::kernels::avx512_bf16 {
 
 namespace {
 
-// Panels: kCols weight rows x kRows input rows of accumulators (24), kCols
-// weight vectors and one input vector: 29 of the 32 registers. Six rows, not
-// the f32 panels' four: 10 loads feed 24 vdpbf16ps instead of 8 feeding 16,
-// and at 16 rows (6 + 6 + 4) a cold 896 x 4864 product went from about 600
-// to 530-550 µs (`mstar-bench matmul --rows 16 --cache cold`, alternated
-// runs; within this machine's spread of about 10%, so a lean, not a proof).
+// Panels, two register tiles of 24 accumulators, each with its weight
+// vectors and one input vector (29 or 28 of the 32 registers):
+// - under kWideFrom rows, 4 weight rows x 6 input rows: 10 loads feed 24
+//   vdpbf16ps (the f32 panels' 4 x 4 fed 16 with 8), and at 16 rows (6 + 6 +
+//   4) a cold 896 x 4864 product went from about 600 to 530-550 µs;
+// - from kWideFrom rows, 3 weight rows x 8 input rows: 11 loads feed 24, and
+//   16 rows take two row tiles instead of three, so each weight vector is
+//   loaded from L1 twice, not three times. At 16 rows, 2 threads, it took
+//   the cold 896 x 4864 product from 324-343 to 281-334 µs (3 alternated
+//   rounds, idle machine; at 8 and 12 rows the 4 x 6 tile was as fast or
+//   faster, so it keeps them).
+// A panel (one pool task) is a whole number of column tiles and of 64-byte
+// lines of y: 64 columns, or 48 for the 3-row tiles (matmul_cpu.h says why
+// panels are that wide).
 constexpr int kCols = 4, kRows = 6;
+constexpr int kWideCols = 3, kWideRows = 8;
+constexpr int64_t kWideFrom = 16;
 // Packed: kPackedRows rows x 2 vectors of accumulators, 2 weights, 1 broadcast.
 constexpr int kPackedRows = 12;
 constexpr int kPackedWidth = 32;  // output columns per packed block: 2 vectors of 16 lanes
@@ -94,9 +104,9 @@ void tile(const MatmulParams& p, const uint16_t* xb, int64_t xs, int64_t o, int6
   for (; k + 32 <= K; k += 32) step(k, 32);  // the constant lets the loads lose their masks
   if (k < K) step(k, K - k);
   for (int r = 0; r < R; ++r) {
-    if constexpr (C == 4) {
+    if constexpr (C == 4 || C == 3) {
       float s[4];
-      _mm_storeu_ps(s, sum4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]));
+      _mm_storeu_ps(s, sum4(acc[r][0], acc[r][1], acc[r][2], C == 4 ? acc[r][C - 1] : _mm512_setzero_ps()));
       for (int c = 0; c < C; ++c) store_row(p, r0 + r, o, c, s[c]);
     } else {
       for (int c = 0; c < C; ++c) store_row(p, r0 + r, o, c, _mm512_reduce_add_ps(acc[r][c]));
@@ -104,10 +114,11 @@ void tile(const MatmulParams& p, const uint16_t* xb, int64_t xs, int64_t o, int6
   }
 }
 
-template <int C>
+// Every row against columns [o, o + C): R-row tiles, then the rest.
+template <int C, int R>
 void columns(const MatmulParams& p, const uint16_t* xb, int64_t xs, int64_t o) {
   int64_t r = 0;
-  for (; r + kRows <= p.rows; r += kRows) tile<C, kRows>(p, xb, xs, o, r);
+  for (; r + R <= p.rows; r += R) tile<C, R>(p, xb, xs, o, r);
   for (; r + 4 <= p.rows; r += 4) tile<C, 4>(p, xb, xs, o, r);
   for (; r + 2 <= p.rows; r += 2) tile<C, 2>(p, xb, xs, o, r);
   for (; r < p.rows; ++r) tile<C, 1>(p, xb, xs, o, r);
@@ -217,10 +228,15 @@ void round_to_bf16(const float* x, int64_t n, uint16_t* out) {
   for (; i < n; ++i) out[i] = f32_to_bf16(x[i]);
 }
 
+int64_t matmul_panel_cols(int64_t rows) { return rows >= kWideFrom ? 16 * kWideCols : kPanelCols; }
+
 void matmul_panel(const MatmulParams& p, const uint16_t* xb, int64_t xb_stride, int64_t o0, int64_t n) {
   int64_t o = o0;
-  for (; o + kCols <= o0 + n; o += kCols) columns<kCols>(p, xb, xb_stride, o);
-  for (; o < o0 + n; ++o) columns<1>(p, xb, xb_stride, o);
+  if (p.rows >= kWideFrom)
+    for (; o + kWideCols <= o0 + n; o += kWideCols) columns<kWideCols, kWideRows>(p, xb, xb_stride, o);
+  else
+    for (; o + kCols <= o0 + n; o += kCols) columns<kCols, kRows>(p, xb, xb_stride, o);
+  for (; o < o0 + n; ++o) columns<1, kRows>(p, xb, xb_stride, o);
 }
 
 int64_t matmul_packed_cols() { return kPackedWidth; }
