@@ -40,7 +40,7 @@ namespace {
 //   rounds, idle machine; at 8 and 12 rows the 4 x 6 tile was as fast or
 //   faster, so it keeps them).
 // A panel (one pool task) is a whole number of column tiles and of 64-byte
-// lines of y: 64 columns, or 48 for the 3-row tiles (matmul_cpu.h says why
+// lines of y: 64 columns, or 48 for the 3 x 8 tiles (matmul_cpu.h says why
 // panels are that wide).
 constexpr int kCols = 4, kRows = 6;
 constexpr int kWideCols = 3, kWideRows = 8;

@@ -4,13 +4,12 @@
 
 #include <fmt/format.h>
 
-#include "core/json_text.h"
 #include "core/errors.h"
 #include "core/json_text.h"
+#include "cpu/thread_pool.h"
 #include "engine/requests.h"
 #include "engine/snapshot.h"
 #include "engine/workload.h"
-#include "cpu/thread_pool.h"
 #include "models/sampling.h"
 
 namespace mstar {
