@@ -116,6 +116,13 @@ TEST_CASE("matmul: activations rounded to bf16 give the reference's product of t
   for (int64_t in : {1, 31, 33, 895, 896})
     for (MatmulPath path : {MatmulPath::panels, MatmulPath::packed})
       check_matmul({5, in, 37, DType::bf16, true, false, 2, DType::bf16}, test::isa_under_test(), path);
+  // From 16 rows the pair panels take k in blocks of at most 1,024: the
+  // later blocks add to what the first wrote, the bias and y's old value
+  // count once, and the last block ends in a masked step.
+  for (int64_t in : {1025, 2113})
+    for (bool accumulate : {false, true})
+      check_matmul({17, in, 37, DType::bf16, true, accumulate, 2, DType::bf16}, test::isa_under_test(),
+                   MatmulPath::panels);
 }
 
 TEST_CASE("matmul: a NaN activation stays NaN after rounding to bf16") {
