@@ -88,12 +88,11 @@ std::vector<int32_t> run_greedy(Served& s, const std::vector<int32_t>& voice, co
     ctx.add_rows("r", 1);
     REQUIRE(s.kv.admit(st, ctx).ok());
     s.kv.plan(st, ctx);
-    std::vector<float> lg;
-    s.model->step(s.kv, st, ctx, {feed}, lg);
+    const std::span<const float> lg = s.model->step(s.kv, st, ctx, {feed});
     s.kv.commit(st, ctx);
     written += static_cast<int64_t>(feed.size());
     const auto t = static_cast<int32_t>(std::max_element(lg.begin(), lg.end()) - lg.begin());
-    logits.push_back(std::move(lg));
+    logits.emplace_back(lg.begin(), lg.end());
     out.push_back(t);
     feed = {t};
   }

@@ -106,7 +106,6 @@ std::vector<int32_t> greedy_through_cache(TokenModel& model, ResourceSet& kv, co
   kv.ingest_request("r");
   std::vector<int32_t> out, feed = prompt;
   int64_t written = 0;
-  std::vector<float> logits;
   for (int s = 0; s < steps; ++s) {
     Step st;
     st.segments = {{"r", "step", static_cast<int64_t>(feed.size())}};
@@ -115,9 +114,9 @@ std::vector<int32_t> greedy_through_cache(TokenModel& model, ResourceSet& kv, co
     ctx.add_rows("r", 1);
     REQUIRE(kv.admit(st, ctx).ok());
     kv.plan(st, ctx);
-    model.step(kv, st, ctx, {feed}, logits);
+    const std::span<const float> logits = model.step(kv, st, ctx, {feed});
     kv.commit(st, ctx);
-    if (all_logits) all_logits->push_back(logits);
+    if (all_logits) all_logits->emplace_back(logits.begin(), logits.end());
     written += static_cast<int64_t>(feed.size());
     const auto t = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
     out.push_back(t);

@@ -155,7 +155,7 @@ class SpeechProgram final : public Program {
         else rows_.emplace_back(s.prompt.size(), 0);  // the unconditional row: pad tokens
       }
     }
-    model_.step(kv, step, ctx, rows_, logits_);
+    const std::span<const float> all = model_.step(kv, step, ctx, rows_);
     const int64_t V = model_.vocab_size();
     // Every stream's next token, drawn here for the whole batch and spread
     // over the pool: each stream has its own sampler and generator, so the
@@ -164,7 +164,7 @@ class SpeechProgram final : public Program {
     // 151,936-entry vocabulary), which the cores idled through.
     kernels::parallel_for(threads_, static_cast<int64_t>(batch.size()), [&](int64_t i, int) {
       auto& s = static_cast<SpeechLive&>(*batch[static_cast<size_t>(i)]);
-      const float* cond = logits_.data() + i * R * V;
+      const float* cond = all.data() + i * R * V;
       std::span<const float> logits(cond, static_cast<size_t>(V));
       if (R == 2) {  // classifier-free guidance: uncond + scale * (cond - uncond)
         const float* u = cond + V;
@@ -325,7 +325,6 @@ class SpeechProgram final : public Program {
   int threads_ = 1;  // the deployment's: the pool the step's draws are spread over
   std::map<std::string, Voice> voices_;
   std::vector<std::vector<int32_t>> rows_;
-  std::vector<float> logits_;
 };
 
 std::optional<json> read_speech_workload(const YAML::Node& n, YamlContext& ctx, const ModelManifest& model,

@@ -54,7 +54,7 @@ void DecoderLM::rotate(float* x, int64_t tokens, int64_t heads, const int64_t* p
   kernels::rope(options_.backend, p);
 }
 
-void DecoderLM::logits_of(const float* x, const std::vector<int32_t>& last, std::vector<float>& logits) {
+std::span<const float> DecoderLM::logits_of(const float* x, const std::vector<int32_t>& last) {
   const Backend b = options_.backend;
   const int64_t W = spec_.shape.width, rows = static_cast<int64_t>(last.size()), V = vocab_size();
   const int32_t* idx = scratch_.upload<int32_t>(kLast, last);
@@ -63,8 +63,13 @@ void DecoderLM::logits_of(const float* x, const std::vector<int32_t>& last, std:
   trunk_.final_norm(picked, rows, picked);
   float* out = scratch_.get<float>(kLogits, static_cast<size_t>(rows * V));
   trunk_.project(picked, rows, W, head_, head_dtype_, V, out);
-  logits.resize(static_cast<size_t>(rows * V));
-  scratch_.allocator().copy_to_host(logits.data(), out, logits.size() * sizeof(float));
+  const auto n = static_cast<size_t>(rows * V);
+  // The cpu backend's scratch is host memory already: a copy there cost a
+  // 16-stream step of a 151,936-token vocabulary 9.7 MB and 1.7% of its time.
+  if (scratch_.allocator().device() == Device::cpu) return {out, n};
+  host_logits_.resize(n);
+  scratch_.allocator().copy_to_host(host_logits_.data(), out, n * sizeof(float));
+  return host_logits_;
 }
 
 void DecoderLM::prefill_source(ResourceSet& kv, int id, std::span<const int32_t> tokens, int64_t rows) {
@@ -99,8 +104,8 @@ void DecoderLM::prefill_source(ResourceSet& kv, int id, std::span<const int32_t>
   synchronize(b);
 }
 
-void DecoderLM::step(ResourceSet& kv, const Step& step, const StepContext& ctx,
-                    const std::vector<std::vector<int32_t>>& row_tokens, std::vector<float>& logits) {
+std::span<const float> DecoderLM::step(ResourceSet& kv, const Step& step, const StepContext& ctx,
+                                      const std::vector<std::vector<int32_t>>& row_tokens) {
   const TrunkShape& a = spec_.shape;
   const auto rows = static_cast<int64_t>(ctx.rows());
   MSTAR_ASSERT(static_cast<int64_t>(row_tokens.size()) == rows, "one token list per row");
@@ -161,7 +166,7 @@ void DecoderLM::step(ResourceSet& kv, const Step& step, const StepContext& ctx,
     if (spec_.positions == PositionMode::cache) args.rope_inv_freq = {inv_freq_, static_cast<size_t>(hd / 2)};
     res.attend(local, args);
   });
-  logits_of(x, last, logits);
+  return logits_of(x, last);
 }
 
 }  // namespace mstar

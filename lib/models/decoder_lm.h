@@ -47,14 +47,14 @@ class DecoderLM final : public TokenModel {
   PositionMode positions() const { return spec_.positions; }
 
   void prefill_source(ResourceSet& kv, int id, std::span<const int32_t> tokens, int64_t rows) override;
-  void step(ResourceSet& kv, const Step& step, const StepContext& ctx,
-            const std::vector<std::vector<int32_t>>& row_tokens, std::vector<float>& logits) override;
+  std::span<const float> step(ResourceSet& kv, const Step& step, const StepContext& ctx,
+                              const std::vector<std::vector<int32_t>>& row_tokens) override;
 
  private:
   // Rotates every head of `tokens` tokens ([tokens, heads, head_dim]) to their positions.
   void rotate(float* x, int64_t tokens, int64_t heads, const int64_t* positions);
-  // Each row's last token's logits, to the host.
-  void logits_of(const float* x, const std::vector<int32_t>& last, std::vector<float>& logits);
+  // Each row's last token's logits, [rows, vocab], in host memory.
+  std::span<const float> logits_of(const float* x, const std::vector<int32_t>& last);
   // The embeddings of `ids` into the backend's x buffer.
   float* embed(const std::vector<int32_t>& ids);
 
@@ -69,6 +69,7 @@ class DecoderLM final : public TokenModel {
   DType head_dtype_;
   float* inv_freq_;  // [head_dim / 2], backend memory
   DeviceScratch scratch_;
+  std::vector<float> host_logits_;  // [rows, vocab]: the last step's logits, where scratch_ is not host memory
 };
 
 }  // namespace mstar

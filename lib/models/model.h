@@ -30,10 +30,10 @@ class TokenModel : public Model {
   // tokens (0): the unconditional stream.
   virtual void prefill_source(ResourceSet& kv, int id, std::span<const int32_t> tokens, int64_t rows) = 0;
   // One planned step: batch row r writes row_tokens[r] (causally among
-  // themselves); logits gets each row's last token's logits, [rows, vocab],
-  // on the host.
-  virtual void step(ResourceSet& kv, const Step& step, const StepContext& ctx,
-                    const std::vector<std::vector<int32_t>>& row_tokens, std::vector<float>& logits) = 0;
+  // themselves). Returns each row's last token's logits, [rows, vocab], in
+  // host memory that the model owns and reuses: valid until its next call.
+  [[nodiscard]] virtual std::span<const float> step(ResourceSet& kv, const Step& step, const StepContext& ctx,
+                                                    const std::vector<std::vector<int32_t>>& row_tokens) = 0;
 };
 
 class FrameModel : public Model {
