@@ -10,11 +10,16 @@ using namespace mstar;
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   static const fs::path dir = fuzz::scratch() / "checkpoint";
+  // The committed files, read once: copied with fs::copy_file for every
+  // input, the copy's sendfile was now and then interrupted by libFuzzer's
+  // timer signal (EINTR), which ended a run as a crash of the harness.
   static const fs::path ckpt = fuzz::source_dir() / "models" / "hf-demo-qwen2";
+  static const std::string config = fuzz::read(ckpt / "config.json");
+  static const std::string generation_config = fuzz::read(ckpt / "generation_config.json");
   fs::create_directories(dir);
   const bool generation = data[0] & 1;
-  fs::copy_file(ckpt / (generation ? "config.json" : "generation_config.json"),
-                dir / (generation ? "config.json" : "generation_config.json"), fs::copy_options::overwrite_existing);
+  if (generation) fuzz::write(dir / "config.json", config);
+  else fuzz::write(dir / "generation_config.json", generation_config);
   fuzz::write(dir / (generation ? "generation_config.json" : "config.json"), data + 1, size - 1);
   const ModelFamily* family = find_family(data[0] & 2 ? "llama" : "qwen2");
   ArchitectureInput in;
