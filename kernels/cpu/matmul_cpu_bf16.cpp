@@ -51,8 +51,10 @@ constexpr int64_t kWideFrom = 16;
 // k, every column tile through one block before the next: the block of the
 // rows of xb (16 rows x 1,024 x 2 bytes = 32 KiB) then stays in L1 for all
 // the panel's columns. Whole, 16 rows of a 4,864-wide x (152 KiB) came from
-// L2 for every column tile: a hot 4864 x 896 product at 16 rows, one thread,
-// went from 249-254 to 266-296 GFLOP/s (2 threads 415-453 -> 433-493).
+// L2 for every column tile: a hot 4864 x 896 product at 16 rows, one thread
+// (a niced fuzzer on the other core), went from 249-254 to 266-296 GFLOP/s.
+// On 2 threads of the idle machine it measured alike (hot 301-313 against
+// 275-346 µs, cold 403-471 against 436-466: three alternated rounds).
 constexpr int64_t kBlockK = 1024;
 // Packed: kPackedRows rows x 2 vectors of accumulators, 2 weights, 1 broadcast.
 constexpr int kPackedRows = 12;
