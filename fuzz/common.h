@@ -11,7 +11,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <string>
 
 // At file scope: the harnesses name paths outside mstar::fuzz too.
@@ -51,13 +50,6 @@ inline void write(const fs::path& p, const std::string& s) {
 [[noreturn]] inline void broken(const std::string& what) {
   std::fprintf(stderr, "fuzz invariant broken: %s\n", what.c_str());
   std::abort();
-}
-
-// The whole file at `p` (a committed input of the tree).
-inline std::string read(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) broken("cannot read " + p.string());
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 // A symbolic link at `at` to `target`, made once.

@@ -2,6 +2,7 @@
 // qwen2 families (the first byte chooses the family and which file the rest
 // of the input replaces; the other file is the committed checkpoint's).
 #include "common.h"
+#include "core/files.h"
 #include "core/json_text.h"
 #include "models/family.h"
 
@@ -14,8 +15,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // input, the copy's sendfile was now and then interrupted by libFuzzer's
   // timer signal (EINTR), which ended a run as a crash of the harness.
   static const fs::path ckpt = fuzz::source_dir() / "models" / "hf-demo-qwen2";
-  static const std::string config = fuzz::read(ckpt / "config.json");
-  static const std::string generation_config = fuzz::read(ckpt / "generation_config.json");
+  static const std::string config = read_file(ckpt / "config.json", kMiB, "config.json");
+  static const std::string generation_config =
+      read_file(ckpt / "generation_config.json", kMiB, "generation_config.json");
   fs::create_directories(dir);
   const bool generation = data[0] & 1;
   if (generation) fuzz::write(dir / "config.json", config);
