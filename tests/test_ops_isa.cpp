@@ -105,6 +105,12 @@ void matmul_cases(CpuIsa isa, DType x_dtype) {
 
 TEST_CASE("matmul: the instruction set's panels and packed tiles agree with the reference") {
   matmul_cases(test::isa_under_test(), DType::f32);
+  // Packed panels that end inside a block of 8 columns, past a whole one
+  // (avx2 packs 16 columns a panel, avx-512 32; the blocks are transposed
+  // in registers, the rest one by one).
+  for (DType dt : {DType::f32, DType::f16, DType::bf16})
+    for (int64_t out : {29, 45})
+      check_matmul({17, 97, out, dt, true, true, 2}, test::isa_under_test(), MatmulPath::packed);
 }
 
 // avx512_bf16 runs its vdpbf16ps bodies here (bf16 weights); every other set,
