@@ -90,7 +90,10 @@ void matmul_bf16_pairs(const MatmulParams& p, MatmulPath path) {
 
 }  // namespace
 
-void matmul_cpu(const MatmulParams& p) { matmul_cpu_path(p, best_cpu_isa(), matmul_path(p.rows)); }
+void matmul_cpu(const MatmulParams& p) {
+  const CpuIsa isa = best_cpu_isa();
+  matmul_cpu_path(p, isa, matmul_path(p.rows, isa));
+}
 
 void matmul_cpu_path(const MatmulParams& p, CpuIsa isa, MatmulPath path) {
   MSTAR_ASSERT(cpu_supports(isa), "matmul_cpu_path: this processor lacks the instruction set");

@@ -25,9 +25,18 @@ namespace mstar::kernels {
 enum class MatmulPath : unsigned char { panels, packed };
 
 // Rows at or under this take the panels, above it the packed path; measured
-// with `mstar-bench matmul` (docs/PERFORMANCE.md, "Matrix products").
+// with `mstar-bench matmul` (docs/PERFORMANCE.md, "Matrix products"): at 64
+// rows the AVX-512 panels took 3.7 ms hot against 4.3 packed.
 constexpr int64_t kPanelMaxRows = 64;
-inline MatmulPath matmul_path(int64_t rows) { return rows <= kPanelMaxRows ? MatmulPath::panels : MatmulPath::packed; }
+// The avx2 bodies' boundary, lower: their panel tiles (3 columns x 4 rows)
+// reuse each widened weight for fewer rows than the packed tiles do. On the
+// avx2 machine (bf16, 2 threads, 3 alternated rounds; docs/PERFORMANCE.md,
+// "Ninth session") packed took 0.78-0.96 of the panels' time at 48 and 56
+// rows, 0.83-1.00 at 64, 0.87-1.02 at 40 and 0.92-1.17 at 32.
+constexpr int64_t kPanelMaxRowsAvx2 = 40;
+inline MatmulPath matmul_path(int64_t rows, CpuIsa isa) {
+  return rows <= (isa == CpuIsa::avx2 ? kPanelMaxRowsAvx2 : kPanelMaxRows) ? MatmulPath::panels : MatmulPath::packed;
+}
 
 // Output columns per panel, one task of the pool (the bf16 pair bodies take
 // 48 for their 3-column tiles: avx512_bf16::matmul_panel_cols). Wide, so
@@ -41,7 +50,7 @@ inline MatmulPath matmul_path(int64_t rows) { return rows <= kPanelMaxRows ? Mat
 constexpr int64_t kPanelCols = 64;
 
 // The product with a named instruction set and path (the backend passes
-// best_cpu_isa() and matmul_path(rows); tests and the benchmark name each).
+// best_cpu_isa() and matmul_path(rows, isa); tests and the benchmark name each).
 void matmul_cpu_path(const MatmulParams& p, CpuIsa isa, MatmulPath path);
 
 // Per ISA:
