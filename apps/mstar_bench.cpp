@@ -114,7 +114,7 @@ int main(int argc, char** argv) {
   int threads = 2, repeats = 5;
   int64_t mib = 512;
   std::string memory_backend = "cpu";
-  auto* memory = app.add_subcommand("memory", "STREAM-style copy and triad bandwidth, all threads (or the GPU's)");
+  auto* memory = app.add_subcommand("memory", "STREAM-style copy and triad bandwidth and a read, all threads (or the GPU's copy and triad)");
   memory->add_option("--threads", threads, "threads")->check(CLI::Range(1, 1024));
   memory->add_option("--mib", mib, "MiB per array (far beyond the caches)")->check(CLI::PositiveNumber);
   memory->add_option("--repeats", repeats, "repeats")->check(CLI::PositiveNumber);
@@ -239,8 +239,10 @@ int main(int argc, char** argv) {
       std::cout << render(t, fmt_out);
     } else if (*memory) {
       const Bandwidth b = measure_bandwidth(threads, mib << 20, repeats);
-      Table t{{"threads", "array_mib", "copy_gbs", "triad_gbs", "copy_median_gbs", "triad_median_gbs"},
-              {{b.threads, b.array_bytes >> 20, b.copy_gbs, b.triad_gbs, b.copy_median_gbs, b.triad_median_gbs}}};
+      Table t{{"threads", "array_mib", "copy_gbs", "triad_gbs", "read_gbs", "copy_median_gbs", "triad_median_gbs",
+               "read_median_gbs"},
+              {{b.threads, b.array_bytes >> 20, b.copy_gbs, b.triad_gbs, b.read_gbs, b.copy_median_gbs,
+                b.triad_median_gbs, b.read_median_gbs}}};
       std::cout << render(t, fmt_out);
     } else if (*kern) {
       shape.dtype = parse_dtype(dtype, "--dtype");

@@ -1,15 +1,17 @@
 #pragma once
 // The machine's memory bandwidth, STREAM-style: copy (c = a) and triad
 // (a = b + s * c) over arrays far larger than the caches, all threads, best
-// and median of repeats. Every kernel figure is set beside it.
+// and median of repeats. Every kernel figure is set beside the triad. The
+// host also measures a read of one array (no writes), the ceiling of a
+// kernel that only streams in, as attention and the decode products do.
 #include <cstdint>
 #include <string>
 
 namespace mstar::bench {
 
 struct Bandwidth {
-  double copy_gbs = 0, triad_gbs = 0;                // best of the repeats (as STREAM reports)
-  double copy_median_gbs = 0, triad_median_gbs = 0;
+  double copy_gbs = 0, triad_gbs = 0, read_gbs = 0;  // best of the repeats (as STREAM reports)
+  double copy_median_gbs = 0, triad_median_gbs = 0, read_median_gbs = 0;
   int64_t array_bytes = 0;
   int threads = 0;
 };
