@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include "bench/compute.h"
 #include "bench/engine_bench.h"
 #include "bench/kernels.h"
 #include "bench/matmul.h"
@@ -316,8 +317,9 @@ int main(int argc, char** argv) {
     } else if (*mm) {
       mshape.dtype = parse_dtype(mdtype, "--dtype");
       if (bw <= 0) bw = measure_bandwidth(mshape.threads, 512 << 20, 5).triad_gbs;
+      const ComputePeak peak = measure_compute_peak(mshape.threads, 5);
       Table t{{"method", "cache", "dtype", "rows", "in", "out", "threads", "median_us", "min_us", "weight_gbs",
-               "of_bandwidth", "gflops"},
+               "of_bandwidth", "gflops", "of_peak"},
               {}};
       const Neighbours busy(neighbours);
       for (int64_t rows : parse_list(mrows, "--rows")) {
@@ -326,11 +328,17 @@ int main(int argc, char** argv) {
           if ((cold && cache == "hot") || (!cold && cache == "cold")) continue;
           for (const MatmulResult& r : bench_matmul(mshape, cold, mrepeats, m.llc_bytes))
             t.rows.push_back({r.method, cold ? "cold" : "hot", std::string(to_string(mshape.dtype)), rows, mshape.in,
-                              mshape.out, mshape.threads, r.median_us, r.min_us, r.weight_gbs, r.weight_gbs / bw, r.gflops});
+                              mshape.out, mshape.threads, r.median_us, r.min_us, r.weight_gbs, r.weight_gbs / bw, r.gflops,
+                              r.gflops / (r.bf16_dot ? peak.bf16_dot_gflops : peak.fma_gflops)});
         }
       }
       if (fmt_out == Format::markdown) {
         fmt::print("measured bandwidth (triad, {} threads): {:.1f} GB/s\n", mshape.threads, bw);
+        fmt::print("measured peak ({} body, {} threads): f32 FMA {:.1f} GFLOP/s (median {:.1f})", peak.isa, peak.threads,
+                   peak.fma_gflops, peak.fma_median_gflops);
+        if (peak.bf16_dot_gflops > 0)
+          fmt::print(", vdpbf16ps {:.1f} (median {:.1f})", peak.bf16_dot_gflops, peak.bf16_dot_median_gflops);
+        fmt::print("\n");
         if (neighbours > 0) fmt::print("timed beside {} busy-looping processes\n", neighbours);
         fmt::print("\n");
       }

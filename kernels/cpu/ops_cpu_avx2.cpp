@@ -1,10 +1,11 @@
-// The cpu backend's bodies (matrix product, elementwise, attention) for
-// processors with AVX2, FMA and F16C, chosen at run time (cpu_supports in
-// isa.cpp): 8 f32 lanes, 16 registers.
+// The cpu backend's bodies (matrix product, elementwise, attention, the
+// arithmetic peak loop) for processors with AVX2, FMA and F16C, chosen at run
+// time (cpu_supports in isa.cpp): 8 f32 lanes, 16 registers.
 #include "core/dtype.h"
 #include "cpu/attention_cpu.h"
 #include "cpu/elementwise_cpu.h"
 #include "cpu/matmul_cpu.h"
+#include "cpu/peak_cpu.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -20,6 +21,7 @@
 #include "cpu/vec.inc"
 #include "cpu/matmul_cpu_impl.inc"
 #include "cpu/elementwise_cpu_impl.inc"
+#include "cpu/peak_cpu_impl.inc"
 #include "cpu/attention_cpu_impl.inc"
 #if defined(__clang__)
 #pragma clang attribute pop

@@ -1,6 +1,6 @@
-// The cpu backend's bodies (matrix product, elementwise, attention) for
-// processors with AVX-512 (F, BW, VL, DQ), chosen at run time (cpu_supports in
-// isa.cpp): 16 f32 lanes, 32 registers.
+// The cpu backend's bodies (matrix product, elementwise, attention, the
+// arithmetic peak loop) for processors with AVX-512 (F, BW, VL, DQ), chosen at
+// run time (cpu_supports in isa.cpp): 16 f32 lanes, 32 registers.
 //
 // The avx512_bf16 level runs these same bodies. A bf16 pair dot product
 // (vdpbf16ps) for attention's q.k over bf16 caches was written and measured
@@ -21,6 +21,7 @@
 #include "cpu/attention_cpu.h"
 #include "cpu/elementwise_cpu.h"
 #include "cpu/matmul_cpu.h"
+#include "cpu/peak_cpu.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -40,6 +41,7 @@
 #include "cpu/vec.inc"
 #include "cpu/matmul_cpu_impl.inc"
 #include "cpu/elementwise_cpu_impl.inc"
+#include "cpu/peak_cpu_impl.inc"
 #include "cpu/attention_cpu_impl.inc"
 #if defined(__clang__)
 #pragma clang attribute pop

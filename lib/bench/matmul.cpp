@@ -68,7 +68,8 @@ std::vector<MatmulResult> bench_matmul(const MatmulShape& s, bool cold, int repe
         },
         repeats);
     if (blas) openblas_set_num_threads(1);
-    MatmulResult r{m, s, cold, us[us.size() / 2], us.front(), 0, 0};
+    MatmulResult r{m, s, cold, us[us.size() / 2], us.front(), 0, 0, false};
+    r.bf16_dot = !blas && x_dtype == DType::bf16 && s.dtype == DType::bf16 && isa == kernels::CpuIsa::avx512_bf16;
     r.weight_gbs = static_cast<double>(wbytes) / (r.median_us * 1e-6) / 1e9;
     r.gflops = 2.0 * static_cast<double>(s.rows * s.in * s.out) / (r.median_us * 1e-6) / 1e9;
     out.push_back(r);

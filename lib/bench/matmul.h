@@ -31,6 +31,9 @@ struct MatmulResult {
   double median_us = 0, min_us = 0;
   double weight_gbs = 0;  // weight bytes / median
   double gflops = 0;      // 2 * rows * in * out / median
+  // Multiplied with vdpbf16ps (bf16 weights and activations on AVX512_BF16),
+  // so set beside that instruction's peak, not the FMA's.
+  bool bf16_dot = false;
 };
 
 // Hot: the same weights every call. Cold: copies of the weights several

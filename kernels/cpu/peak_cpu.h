@@ -1,0 +1,41 @@
+#pragma once
+// Internal to the cpu backend and its benchmark: the arithmetic ceiling of
+// one core's vector units, the figure a matrix product's GFLOP/s is set
+// beside (mstar-bench matmul), as the triad is for the bytes it streams.
+// A loop of independent multiply-add chains in registers, no memory
+// traffic: enough chains per register file that every unit has work while
+// each result waits out its latency.
+#include <cstdint>
+
+#include "cpu/isa.h"
+
+namespace mstar::kernels {
+
+enum class PeakOp : unsigned char {
+  fma,      // f32 fused multiply-add, the bodies' arithmetic with f32 activations
+  bf16_dot  // vdpbf16ps, the avx512_bf16 product's (two multiply-adds per f32 lane)
+};
+
+struct PeakRun {
+  double flops = 0;      // floating-point operations the loop ran (a multiply-add counts 2)
+  float checksum = 0.0f;  // the chains' sum, used so the loop cannot be dropped
+};
+
+// `rounds` passes over the chains with the body for `isa`. Precondition:
+// cpu_supports(isa), and isa == avx512_bf16 for PeakOp::bf16_dot.
+PeakRun cpu_peak_loop(CpuIsa isa, PeakOp op, int64_t rounds);
+
+// Per ISA: the f32 loop (ops_cpu_<isa>.cpp, peak_cpu_impl.inc).
+#define MSTAR_PEAK_BODIES PeakRun fma_peak_loop(int64_t rounds);
+namespace generic {
+MSTAR_PEAK_BODIES
+}
+namespace avx2 {
+MSTAR_PEAK_BODIES
+}
+namespace avx512 {
+MSTAR_PEAK_BODIES
+}
+#undef MSTAR_PEAK_BODIES
+
+}  // namespace mstar::kernels
