@@ -1,10 +1,12 @@
-// mstar-bench memory | kernels | run CONFIG | stream CONFIG | checkpoint FOLDER | tokenize TOKENIZER FILE | soak CONFIG
+// mstar-bench memory | kernels | matmul | sample | run CONFIG | stream CONFIG | checkpoint FOLDER
+//             | tokenize TOKENIZER FILE | soak CONFIG
 // Profiles kernels and whole runs against the machine's measured memory
-// bandwidth. Reports only: nothing here fails on a time. Tables print as
-// markdown by default, --json or --csv on request; --plot FILE.svg draws the
-// kernels' bandwidth fractions, the stream comparison or the soak's curves.
-// soak is the one that fails (exit 2): on a lost request, a slot not
-// returned, or resident memory growing after warm-up (bench/soak.h).
+// bandwidth (and the matrix products against its measured arithmetic peak).
+// Reports only: nothing here fails on a time. Tables print as markdown by
+// default, --json or --csv on request; --plot FILE.svg draws the kernels'
+// bandwidth fractions, the stream comparison or the soak's curves. soak is
+// the one that fails (exit 2): on a lost request, a slot not returned, or
+// resident memory growing after warm-up (bench/soak.h).
 #include <charconv>
 #include <fstream>
 #include <iostream>
@@ -151,7 +153,7 @@ int main(int argc, char** argv) {
   MatmulShape mshape;
   std::string mrows = "1,4,16,64,512", mdtype = "bf16";
   int mrepeats = 20;
-  auto* mm = app.add_subcommand("matmul", "the trunk's matrix product by each cpu path, hot and cold");
+  auto* mm = app.add_subcommand("matmul", "the trunk's matrix product by each cpu path, hot and cold, beside the measured bandwidth and arithmetic peak");
   mm->add_option("--rows", mrows, "rows (tokens) per product, comma-separated");
   mm->add_option("--in", mshape.in, "input width")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   mm->add_option("--out", mshape.out, "output width")->check(CLI::Range(int64_t{1}, int64_t{1} << 22));
