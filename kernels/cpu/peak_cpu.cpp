@@ -18,10 +18,10 @@ namespace {
 
 // As the f32 loop (peak_cpu_impl.inc): 24 chains of the 32 registers, each
 // vdpbf16ps adding 16 lanes x 2 products. The operands are bf16 pairs of
-// 1/64 and 1/2, so each round adds 2 * (1/128) to every lane: finite
-// whatever the rounds, and exact while a lane stays under 2^18 (16.7 M
-// rounds), which the test checks; past that the sums round, which the
-// timing does not mind.
+// 1/64 and 1/2, so each round adds 2 * (1/128) to every lane (the
+// instruction rounds after each of the two): finite whatever the rounds,
+// and exact while a lane stays under 2^17 (8.4 M rounds; the test runs
+// 6,400); past that the sums round, which the timing does not mind.
 PeakRun bf16_dot_peak_loop(int64_t rounds) {
   constexpr int kChains = 24;
   __m512 acc[kChains];
