@@ -1,7 +1,8 @@
 // mstar-bench memory | kernels | matmul | sample | run CONFIG | stream CONFIG | checkpoint FOLDER
 //             | tokenize TOKENIZER FILE | soak CONFIG
 // Profiles kernels and whole runs against the machine's measured memory
-// bandwidth (and the matrix products against its measured arithmetic peak).
+// bandwidth (and the matrix products, alone and in a checkpoint's decode steps,
+// against its measured arithmetic peak).
 // Reports only: nothing here fails on a time. Tables print as markdown by
 // default, --json or --csv on request; --plot FILE.svg draws the kernels'
 // bandwidth fractions, the stream comparison or the soak's curves. soak is
@@ -181,6 +182,8 @@ int main(int argc, char** argv) {
   run->add_option("--repeats", rrepeats, "runs of the workload")->check(CLI::PositiveNumber);
   run->add_option("--streams", streams, "concurrent streams to sweep, comma-separated");
   run->add_option("--tokens", tokens, "tokens (or frames) per stream in the sweep")->check(CLI::PositiveNumber);
+  int rrounds = 1;
+  run->add_option("--rounds", rrounds, "rounds of the sweep, every count in each round in turn")->check(CLI::Range(1, 1000));
   std::string folder, cbackend = "cpu", depths, ckv = "bf16", cact = "f32";
   CheckpointOptions copt;
   std::string cstreams = "1,4,16";
@@ -192,6 +195,8 @@ int main(int argc, char** argv) {
   ckpt->add_option("--threads", copt.threads, "threads")->check(CLI::Range(1, 1024));
   ckpt->add_option("--streams", cstreams, "concurrent streams to sweep, comma-separated (empty: no sweep)");
   ckpt->add_option("--tokens", copt.tokens, "tokens each stream decodes")->check(CLI::Range(1, 1 << 20));
+  ckpt->add_option("--rounds", copt.rounds, "rounds of the sweep, every count in each round in turn")
+      ->check(CLI::Range(1, 1000));
   ckpt->add_option("--window", copt.window, "the bounded cache's window")->check(CLI::Range(1, 1 << 20));
   ckpt->add_option("--depths", depths, "single-stream decode at these stream lengths, comma-separated");
   ckpt->add_option("--probe", copt.probe, "decode steps timed at each depth")->check(CLI::Range(1, 100000));
@@ -355,7 +360,7 @@ int main(int argc, char** argv) {
       const ResolvedDeployment d = resolve_or_throw(config, sets);
       std::cout << render(bench_run(d, rrepeats), fmt_out);
       if (fmt_out == Format::markdown) std::cout << "\n";
-      std::cout << render(bench_concurrency(config, sets, stream_counts, tokens), fmt_out);
+      std::cout << render(bench_concurrency(config, sets, stream_counts, tokens, rrounds), fmt_out);
     } else if (*tokenize) {
       const std::string text = read_file(text_file, std::size_t{1} << 30, text_file);
       const EncodeThroughput r = measure_encode(Tokenizer::from_file(tokenizer_path), text, tpasses, true);

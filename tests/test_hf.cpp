@@ -14,9 +14,11 @@
 #include <filesystem>
 #include <fstream>
 
+#include "bench/step_flops.h"
 #include "config/manifest.h"
 #include "models/hf_decoder.h"
 #include "models/model.h"
+#include "models/safetensors.h"
 #include "resources/resource_set.h"
 #include "support.h"
 
@@ -132,6 +134,33 @@ TEST_CASE("hf: the goldens' checkpoints load through a manifest with their own a
   CHECK(w.get("model.layers.0.self_attn.q_proj.weight").dtype == DType::bf16);
   CHECK(w.bytes() == l.manifest->weights_bytes);
   fs::remove_all(l.dir);
+}
+
+// mstar-bench checkpoint's decode_product_flops from the architecture,
+// against the files themselves: each matrix of the checkpoint multiplies
+// once per token, except the embedding, a lookup, which multiplies only
+// when it is also the logits' (tied: no lm_head in the files).
+TEST_CASE("hf: a decoded token's product flops count every matrix of the files once, the embedding only when tied") {
+  for (const auto& [folder, kind] : {std::pair<std::string, std::string>{"llama-gqa-bf16", "llama"},
+                                     {"llama-tied-f32", "llama"}, {"qwen2-bias-bf16", "qwen2"}}) {
+    CAPTURE(folder);
+    Loaded l = load(kData / folder, kind, "stream", 4, 12);
+    REQUIRE_MESSAGE(l.manifest, l.errors);
+    int64_t matrices = 0, embedding = 0;
+    bool lm_head = false;
+    for (const fs::path& f : l.manifest->weight_files())
+      for (const auto& [name, t] : read_safetensors_header(f).tensors) {
+        if (t.shape.size() != 2) continue;
+        matrices += t.shape[0] * t.shape[1];
+        if (name == "model.embed_tokens.weight") embedding = t.shape[0] * t.shape[1];
+        lm_head = lm_head || name == "lm_head.weight";
+      }
+    REQUIRE(embedding > 0);
+    CHECK(lm_head == !dynamic_cast<const HfArchitecture&>(*l.manifest->arch).tie_word_embeddings);
+    const double want = 2.0 * static_cast<double>(matrices - (lm_head ? embedding : 0));
+    CHECK(bench::decode_product_flops(l.manifest->arch->trunk(), l.manifest->arch->vocab_size()) == want);
+    fs::remove_all(l.dir);
+  }
 }
 
 // With activations rounded to bf16 the reference rounds every product's

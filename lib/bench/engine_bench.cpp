@@ -2,20 +2,32 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <optional>
 
 #include <fmt/format.h>
 
+#include "bench/compute.h"
+#include "bench/step_flops.h"
 #include "core/errors.h"
+#include "cpu/isa.h"
 #include "engine/engine.h"
 #include "engine/run.h"
+#include "models/safetensors.h"
 #include "models/weights.h"
 
 namespace mstar::bench {
 
 namespace {
 using Clock = std::chrono::steady_clock;
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t h = v.size() / 2;
+  return v.size() % 2 ? v[h] : (v[h - 1] + v[h]) / 2;
+}
 
 // One request's cache, fed directly (no scheduler): what the stream and
 // prefill benchmarks time.
@@ -63,6 +75,40 @@ SpeechBench speech_bench(const ResolvedDeployment& d, const char* what) {
   b.spec.config.max_source_len = 0;
   return b;
 }
+// Whether the trunk's products take the vdpbf16ps bodies: bf16 activations
+// on AVX512_BF16 over bf16 weights (those of the MLP, most of them, decide).
+bool vdpbf16ps_products(const ResolvedDeployment& d, const CheckpointOptions& o) {
+  if (o.backend != Backend::cpu || o.activations != DType::bf16 ||
+      kernels::best_cpu_isa() != kernels::CpuIsa::avx512_bf16)
+    return false;
+  for (const auto& f : d.model.weight_files()) {
+    const SafetensorsHeader h = read_safetensors_header(f);
+    if (auto it = h.tensors.find("model.layers.0.mlp.up_proj.weight"); it != h.tensors.end())
+      return it->second.dtype == "BF16";
+  }
+  return false;
+}
+
+size_t column(const Table& t, const std::string& name) {
+  const auto it = std::find(t.columns.begin(), t.columns.end(), name);
+  MSTAR_ASSERT(it != t.columns.end(), "bench table: no such column");
+  return static_cast<size_t>(it - t.columns.begin());
+}
+
+// The sweep's rows with their products' arithmetic: `flops` a stream per
+// step, over the median step, and that beside `peak` (GFLOP/s) when given.
+void add_product_columns(Table& t, double flops, std::optional<double> peak) {
+  const size_t streams = column(t, "streams"), step = column(t, "step_p50_ms");
+  for (const char* c : {"product_gflop", "product_gflops"}) t.columns.emplace_back(c);
+  if (peak) t.columns.insert(t.columns.end(), {"peak_gflops", "of_peak"});
+  for (auto& row : t.rows) {
+    const double gflop = row[streams].get<double>() * flops / 1e9;
+    const double step_ms = row[step].get<double>();
+    const double gflops = step_ms > 0 ? gflop / (step_ms / 1e3) : 0.0;
+    row.insert(row.end(), {gflop, gflops});
+    if (peak) row.insert(row.end(), {*peak, *peak > 0 ? gflops / *peak : 0.0});
+  }
+}
 }  // namespace
 
 int64_t current_rss_bytes() {
@@ -102,15 +148,14 @@ Table bench_run(const ResolvedDeployment& d, int repeats) {
 }
 
 Table bench_concurrency(const std::filesystem::path& config, const std::vector<std::string>& sets,
-                        const std::vector<int64_t>& streams, int64_t tokens) {
+                        const std::vector<int64_t>& streams, int64_t tokens, int rounds) {
+  MSTAR_ASSERT(!streams.empty() && rounds >= 1, "bench_concurrency: stream counts and at least one round");
   const ResolvedDeployment base = resolve_or_throw(config, sets);
   const bool tts = base.model.family->task == "speech";
   int64_t rows = 1;
   for (const auto& res : base.model.resources)
     if (const auto* b = std::get_if<BoundedKVSpec>(&res.spec)) rows = b->config.rows_per_request;
-  Table t{{"streams", tts ? "tokens" : "frames", "aggregate_per_s", "per_stream_per_s", "step_p50_ms", "host_p50_ms",
-           "host_share"},
-          {}};
+  std::vector<ResolvedDeployment> deployments;  // one per count, resolved once
   for (int64_t n : streams) {
     std::vector<std::string> s = sets;
     s.push_back(fmt::format("workload.requests.count={}", n));
@@ -119,14 +164,39 @@ Table bench_concurrency(const std::filesystem::path& config, const std::vector<s
     for (const auto& res : base.model.resources)
       s.push_back(fmt::format("resources.{}.{}={}", res.key(), res.type == "bounded_kv" ? "max_slots" : "num_sessions", n));
     s.push_back(fmt::format("scheduler.max_batch={}", n * rows));
-    const ResolvedDeployment d = resolve_or_throw(config, s);
-    auto engine = Engine::create(d);
-    const RunStats st = run_lines(*engine, workload_lines(d), {}, [](const Event&) {});
-    const double host = st.host_ms.sum(), step = st.step_ms.sum();
-    const double agg = static_cast<double>(st.produced) / st.seconds;
-    t.rows.push_back({n, st.produced, agg, agg / static_cast<double>(n), st.step_ms.percentile(50),
-                      st.host_ms.percentile(50), step > 0 ? host / step : 0.0});
+    deployments.push_back(resolve_or_throw(config, s));
   }
+  Table t{{"round", "streams", tts ? "tokens" : "frames", "aggregate_per_s", "per_stream_per_s", "scaling",
+           "step_p50_ms", "host_p50_ms", "host_share"},
+          {}};
+  constexpr size_t kFirstMeasure = 3;  // aggregate_per_s onwards
+  // [count][column - kFirstMeasure][round]: what the median rows take.
+  std::vector<std::vector<std::vector<double>>> seen(streams.size(),
+                                                     std::vector<std::vector<double>>(t.columns.size() - kFirstMeasure));
+  for (int round = 1; round <= rounds; ++round) {
+    double first = 0;  // the first count's aggregate in this round
+    for (size_t i = 0; i < streams.size(); ++i) {
+      auto engine = Engine::create(deployments[i]);
+      const RunStats st = run_lines(*engine, workload_lines(deployments[i]), {}, [](const Event&) {});
+      const double host = st.host_ms.sum(), step = st.step_ms.sum();
+      const double agg = static_cast<double>(st.produced) / st.seconds;
+      if (i == 0) first = agg;
+      const std::vector<double> m{agg, agg / static_cast<double>(streams[i]), first > 0 ? agg / first : 0.0,
+                                  st.step_ms.percentile(50), st.host_ms.percentile(50), step > 0 ? host / step : 0.0};
+      std::vector<nlohmann::json> row{round, streams[i], st.produced};
+      for (size_t c = 0; c < m.size(); ++c) {
+        row.emplace_back(m[c]);
+        seen[i][c].push_back(m[c]);
+      }
+      t.rows.push_back(std::move(row));
+    }
+  }
+  if (rounds > 1)
+    for (size_t i = 0; i < streams.size(); ++i) {
+      std::vector<nlohmann::json> row{"median", streams[i], ""};
+      for (const auto& column : seen[i]) row.emplace_back(median(column));
+      t.rows.push_back(std::move(row));
+    }
   return t;
 }
 
@@ -165,7 +235,16 @@ CheckpointBench bench_checkpoint(const std::filesystem::path& folder, const Chec
                      {{load_s, static_cast<double>(d.model.weights_bytes) / (1 << 20),
                        static_cast<double>(rss_before) / (1 << 20), static_cast<double>(current_rss_bytes()) / (1 << 20)}}};
   }
-  if (!o.streams.empty()) out.sweep = bench_concurrency(dir / "c.yaml", {}, o.streams, o.tokens);
+  if (!o.streams.empty()) {
+    // Measured first, so the sweep's engines are not resident beside it.
+    std::optional<double> peak;
+    if (o.backend != Backend::cuda) {
+      const ComputePeak p = measure_compute_peak(o.threads, 5);
+      peak = vdpbf16ps_products(d, o) ? p.bf16_dot_gflops : p.fma_gflops;
+    }
+    out.sweep = bench_concurrency(dir / "c.yaml", {}, o.streams, o.tokens, o.rounds);
+    add_product_columns(out.sweep, decode_product_flops(d.model.arch->trunk(), d.model.arch->vocab_size()), peak);
+  }
   if (!o.depths.empty()) out.depths = stream_table(bench_stream(d, o.depths, o.probe));
   if (o.prefill > 0) out.prefill = bench_prefill(d, o.prefill, 3);
   return out;
@@ -188,13 +267,6 @@ Table bench_prefill(const ResolvedDeployment& d, int64_t tokens, int repeats) {
   return Table{{"prompt_tokens", "chunk", "median_s", "tokens_per_s"},
                {{tokens, chunk, med, static_cast<double>(tokens) / med}}};
 }
-
-namespace {
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-}  // namespace
 
 std::vector<StreamPoint> bench_stream(const ResolvedDeployment& d, std::vector<int64_t> lengths, int probe) {
   std::sort(lengths.begin(), lengths.end());  // one stream grows through them

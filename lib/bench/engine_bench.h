@@ -22,9 +22,14 @@ Table bench_run(const ResolvedDeployment& d, int repeats);
 
 // Aggregate and per-stream throughput with `streams` requests arriving at
 // once (slots, sessions and batch raised to fit them), and the host-side
-// share of a step.
+// share of a step. `rounds` times, every count in each round in turn (1, 16,
+// 1, 16, ...): this machine's speed drifts from minute to minute, so a
+// round's counts meet about the same moment, and `scaling` (a row's
+// aggregate over the first count's in its round) is taken within one round.
+// With more than one round, a "median" row per count follows: each column's
+// median over the rounds.
 Table bench_concurrency(const std::filesystem::path& config, const std::vector<std::string>& sets,
-                        const std::vector<int64_t>& streams, int64_t tokens);
+                        const std::vector<int64_t>& streams, int64_t tokens, int rounds);
 
 // A Hugging Face checkpoint folder served as a speech model (a manifest and
 // deployment written for it, a bounded cache of 4 sinks + `window`): how
@@ -39,6 +44,7 @@ struct CheckpointOptions {
   int threads = 2;
   std::vector<int64_t> streams = {1, 4, 16};
   int64_t tokens = 64;   // each stream decodes, in the sweep
+  int rounds = 1;        // of the sweep (bench_concurrency)
   int64_t window = 252;  // the bounded cache's window
   DType kv_dtype = DType::bf16;
   DType activations = DType::f32;  // the deployment's `activations`
@@ -48,7 +54,11 @@ struct CheckpointOptions {
 };
 struct CheckpointBench {
   Table load;     // load_s, weights_mib, rss_after_load_mib
-  Table sweep;    // bench_concurrency's table
+  // bench_concurrency's table, and each row's matrix products
+  // (decode_product_flops: product_gflop a step, product_gflops over the
+  // median step) beside the arithmetic peak measured before the sweep
+  // (measure_compute_peak; not on cuda): peak_gflops, of_peak.
+  Table sweep;
   Table depths;   // stream_table at the depths
   Table prefill;  // bench_prefill's table
 };
