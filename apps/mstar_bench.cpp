@@ -201,6 +201,9 @@ int main(int argc, char** argv) {
   ckpt->add_option("--depths", depths, "single-stream decode at these stream lengths, comma-separated");
   ckpt->add_option("--probe", copt.probe, "decode steps timed at each depth")->check(CLI::Range(1, 100000));
   ckpt->add_option("--prefill", copt.prefill, "time one prompt of this many tokens")->check(CLI::Range(0, 1 << 20));
+  ckpt->add_option("--products", copt.products,
+                   "time a decode step's matrix products alone, cold, at this many rows (streams); 0: not")
+      ->check(CLI::Range(0, 4096));
   ckpt->add_option("--kv-dtype", ckv, "the cache's dtype")->check(CLI::IsMember({"f32", "f16", "bf16"}));
   ckpt->add_option("--activations", cact, "what the matrix products round activations to (the deployment's key)")
       ->check(CLI::IsMember({"f32", "bf16"}));
@@ -333,7 +336,7 @@ int main(int argc, char** argv) {
         mshape.rows = rows;
         for (bool cold : {false, true}) {
           if ((cold && cache == "hot") || (!cold && cache == "cold")) continue;
-          for (const MatmulResult& r : bench_matmul(mshape, cold, mrepeats, m.llc_bytes))
+          for (const MatmulResult& r : bench_matmul(mshape, cold, mrepeats, m.llc_bytes, matmul_methods()))
             t.rows.push_back({r.method, cold ? "cold" : "hot", std::string(to_string(mshape.dtype)), rows, mshape.in,
                               mshape.out, mshape.threads, r.median_us, r.min_us, r.weight_gbs, r.weight_gbs / bw, r.gflops,
                               r.gflops / (r.bf16_dot ? peak.bf16_dot_gflops : peak.fma_gflops)});
@@ -375,7 +378,7 @@ int main(int argc, char** argv) {
       copt.streams = cstreams.empty() ? std::vector<int64_t>{} : parse_list(cstreams, "--streams");
       if (!depths.empty()) copt.depths = parse_list(depths, "--depths", 0);  // 0: a fresh stream
       const CheckpointBench b = bench_checkpoint(folder, copt);
-      for (const Table* t : {&b.load, &b.sweep, &b.depths, &b.prefill}) {
+      for (const Table* t : {&b.load, &b.sweep, &b.products, &b.depths, &b.prefill}) {
         if (t->rows.empty()) continue;
         if (t != &b.load && fmt_out == Format::markdown) std::cout << "\n";
         std::cout << render(*t, fmt_out);

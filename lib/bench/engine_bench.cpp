@@ -10,6 +10,8 @@
 #include <fmt/format.h>
 
 #include "bench/compute.h"
+#include "bench/machine.h"
+#include "bench/matmul.h"
 #include "bench/step_flops.h"
 #include "core/errors.h"
 #include "cpu/isa.h"
@@ -75,18 +77,25 @@ SpeechBench speech_bench(const ResolvedDeployment& d, const char* what) {
   b.spec.config.max_source_len = 0;
   return b;
 }
-// Whether the trunk's products take the vdpbf16ps bodies: bf16 activations
-// on AVX512_BF16 over bf16 weights (those of the MLP, most of them, decide).
-bool vdpbf16ps_products(const ResolvedDeployment& d, const CheckpointOptions& o) {
-  if (o.backend != Backend::cpu || o.activations != DType::bf16 ||
-      kernels::best_cpu_isa() != kernels::CpuIsa::avx512_bf16)
-    return false;
+
+// The dtype of a checkpoint's matrices, as stored: its MLP's, most of them.
+DType matrix_dtype(const ResolvedDeployment& d) {
   for (const auto& f : d.model.weight_files()) {
     const SafetensorsHeader h = read_safetensors_header(f);
-    if (auto it = h.tensors.find("model.layers.0.mlp.up_proj.weight"); it != h.tensors.end())
-      return it->second.dtype == "BF16";
+    if (auto it = h.tensors.find("model.layers.0.mlp.up_proj.weight"); it != h.tensors.end()) {
+      if (it->second.dtype == "BF16") return DType::bf16;
+      if (it->second.dtype == "F16") return DType::f16;
+      return DType::f32;
+    }
   }
-  return false;
+  throw InputError(fmt::format("{}: no model.layers.0.mlp.up_proj.weight", d.model.checkpoint.string()));
+}
+
+// Whether the trunk's products take the vdpbf16ps bodies: bf16 activations
+// on AVX512_BF16 over bf16 weights.
+bool vdpbf16ps_products(const ResolvedDeployment& d, const CheckpointOptions& o) {
+  return o.backend == Backend::cpu && o.activations == DType::bf16 &&
+         kernels::best_cpu_isa() == kernels::CpuIsa::avx512_bf16 && matrix_dtype(d) == DType::bf16;
 }
 
 size_t column(const Table& t, const std::string& name) {
@@ -208,6 +217,9 @@ Table bench_concurrency(const std::filesystem::path& config, const std::vector<s
 }
 
 CheckpointBench bench_checkpoint(const std::filesystem::path& folder, const CheckpointOptions& o) {
+  if (o.products > 0 && o.backend != Backend::cpu)
+    throw ConfigError(fmt::format("--products {}: times the cpu backend's products, not --backend {}", o.products,
+                                  to_string(o.backend)));
   namespace fs = std::filesystem;
   // The manifest and deployment written for the folder, removed however the
   // benchmark ends.
@@ -243,7 +255,7 @@ CheckpointBench bench_checkpoint(const std::filesystem::path& folder, const Chec
                        static_cast<double>(rss_before) / (1 << 20), static_cast<double>(current_rss_bytes()) / (1 << 20)}}};
   }
   if (!o.streams.empty()) {
-    // Measured first, so the sweep's engines are not resident beside it.
+    // The machine's peak, once, before the sweep (not beside its engines).
     std::optional<double> peak;
     if (o.backend != Backend::cuda) {
       const ComputePeak p = measure_compute_peak(o.threads, 5);
@@ -252,9 +264,64 @@ CheckpointBench bench_checkpoint(const std::filesystem::path& folder, const Chec
     out.sweep = bench_concurrency(dir / "c.yaml", {}, o.streams, o.tokens, o.rounds);
     add_product_columns(out.sweep, decode_product_flops(d.model.arch->trunk(), d.model.arch->vocab_size()), peak);
   }
+  if (o.products > 0) {
+    out.products = bench_step_products(d.model.arch->trunk(), d.model.arch->vocab_size(), matrix_dtype(d), o.activations,
+                                       o.products, o.threads, 10);
+    // The sweep's step at the same count: its median row, or with one round its only row.
+    std::optional<double> step;
+    if (!out.sweep.rows.empty()) {
+      const size_t streams = column(out.sweep, "streams"), step_ms = column(out.sweep, "step_p50_ms");
+      for (const auto& row : out.sweep.rows)
+        if (row[streams].get<int64_t>() == o.products) step = row[step_ms].get<double>();
+    }
+    out.products.columns.emplace_back("of_step");
+    for (auto& row : out.products.rows) row.emplace_back("");
+    if (step && *step > 0) {
+      auto& all = out.products.rows.back();
+      all.back() = all[column(out.products, "step_ms")].get<double>() / *step;
+    }
+  }
   if (!o.depths.empty()) out.depths = stream_table(bench_stream(d, o.depths, o.probe));
   if (o.prefill > 0) out.prefill = bench_prefill(d, o.prefill, 3);
   return out;
+}
+
+Table bench_step_products(const TrunkShape& t, int64_t vocab, DType weights, DType activations, int64_t rows,
+                          int threads, int repeats) {
+  struct Product {
+    std::string name;
+    int64_t in, out, calls;  // calls a step
+  };
+  const int64_t qd = t.heads * t.head_dim, kd = t.kv_heads * t.head_dim;
+  std::vector<Product> products;
+  for (const Product& p : {Product{"q", t.width, qd, t.layers}, Product{"k", t.width, kd, t.layers},
+                           Product{"v", t.width, kd, t.layers}, Product{"o", qd, t.width, t.layers},
+                           Product{"gate", t.width, t.mlp_width, t.layers}, Product{"up", t.width, t.mlp_width, t.layers},
+                           Product{"down", t.mlp_width, t.width, t.layers}, Product{"logits", t.width, vocab, 1}}) {
+    auto same = std::find_if(products.begin(), products.end(),
+                             [&](const Product& q) { return q.in == p.in && q.out == p.out; });
+    if (same == products.end()) {
+      products.push_back(p);
+    } else {
+      same->name += "/" + p.name;  // no comma: CSV cells are not quoted
+      same->calls += p.calls;
+    }
+  }
+  const std::string method = activations == DType::bf16 ? "mstar-bf16-act" : "mstar";
+  const int64_t llc = machine().llc_bytes;
+  Table tab{{"products", "calls", "rows", "in", "out", "dtype", "median_us", "step_ms", "share"}, {}};
+  double total_ms = 0;
+  std::vector<double> ms;
+  for (const Product& p : products) {
+    const MatmulShape shape{rows, p.in, p.out, weights, threads};
+    const MatmulResult r = bench_matmul(shape, true, repeats, llc, {method}).at(0);
+    ms.push_back(static_cast<double>(p.calls) * r.median_us / 1e3);
+    total_ms += ms.back();
+    tab.rows.push_back({p.name, p.calls, rows, p.in, p.out, std::string(to_string(weights)), r.median_us, ms.back(), 0.0});
+  }
+  for (size_t i = 0; i < products.size(); ++i) tab.rows[i].back() = total_ms > 0 ? ms[i] / total_ms : 0.0;
+  tab.rows.push_back({"all", "", rows, "", "", "", "", total_ms, 1.0});
+  return tab;
 }
 
 Table bench_prefill(const ResolvedDeployment& d, int64_t tokens, int repeats) {

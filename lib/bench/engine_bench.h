@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "bench/report.h"
+#include "models/architecture.h"
 #include "config/deployment.h"
 #include "backend.h"
 #include "engine/stats.h"
@@ -53,6 +54,7 @@ struct CheckpointOptions {
   std::vector<int64_t> depths;  // none: no depth table
   int probe = 8;                // decode steps timed at each depth
   int64_t prefill = 0;          // prompt tokens; 0: no prefill table
+  int64_t products = 0;         // rows of the products table (cpu only); 0: none
 };
 struct CheckpointBench {
   Table load;     // load_s, weights_mib, rss_after_load_mib
@@ -63,8 +65,21 @@ struct CheckpointBench {
   Table sweep;
   Table depths;   // stream_table at the depths
   Table prefill;  // bench_prefill's table
+  // bench_step_products's table at `products` rows; when the sweep ran that
+  // many streams, its last row's of_step is the products' sum over the
+  // sweep's median step at that count (its last round's with one round).
+  Table products;
 };
 CheckpointBench bench_checkpoint(const std::filesystem::path& folder, const CheckpointOptions& o);
+
+// A decode step's matrix products at `rows` rows (one per stream), each
+// timed alone with the weights cold (bench_matmul's "mstar", or
+// "mstar-bf16-act" with bf16 activations): per layer q, k, v, o, gate, up
+// and down, then the logits once; products of one shape share a row ("q/o"). Each
+// row's step_ms is its calls a step x the median call; the last row ("all")
+// their sum, which says how much of a step the products alone take.
+Table bench_step_products(const TrunkShape& t, int64_t vocab, DType weights, DType activations, int64_t rows,
+                          int threads, int repeats);
 
 // One prompt of `tokens` fed into a fresh single-request cache in chunks of
 // the query window, `repeats` times: median seconds and tokens per second.

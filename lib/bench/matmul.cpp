@@ -2,15 +2,28 @@
 
 #include <cblas.h>
 
+#include <algorithm>
 #include <random>
 
 #include "bench/timing.h"
 #include "core/buffer.h"
+#include "core/errors.h"
 #include "cpu/matmul_cpu.h"
 
 namespace mstar::bench {
 
-std::vector<MatmulResult> bench_matmul(const MatmulShape& s, bool cold, int repeats, int64_t llc_bytes) {
+const std::vector<std::string>& matmul_methods() {
+  static const std::vector<std::string> all{"mstar",           "panels",          "packed",
+                                            "mstar-bf16-act",  "panels-bf16-act", "packed-bf16-act",
+                                            "openblas-sgemm-f32"};
+  return all;
+}
+
+std::vector<MatmulResult> bench_matmul(const MatmulShape& s, bool cold, int repeats, int64_t llc_bytes,
+                                       const std::vector<std::string>& methods) {
+  for (const std::string& m : methods)
+    MSTAR_ASSERT(std::find(matmul_methods().begin(), matmul_methods().end(), m) != matmul_methods().end(),
+                 "bench_matmul: an unknown method");
   const int64_t wbytes = s.in * s.out * static_cast<int64_t>(dtype_size(s.dtype));
   const int64_t copies = cold ? std::max<int64_t>(2, (4 * llc_bytes + wbytes - 1) / wbytes) : 1;
   std::mt19937_64 g(7);
@@ -41,14 +54,17 @@ std::vector<MatmulResult> bench_matmul(const MatmulShape& s, bool cold, int repe
     p.w = static_cast<const unsigned char*>(weights.data()) + copy * wbytes;
   };
 
-  // OpenBLAS's operand: the weights as f32, one copy per cold copy.
-  std::vector<float> wide(count);
-  for (size_t i = 0; i < count; ++i) wide[i] = load_as_f32(weights.data(), s.dtype, i);
+  // OpenBLAS's operand: the weights as f32, one copy per cold copy (only
+  // when it is timed: at the logits' shape that is GiBs).
+  std::vector<float> wide;
+  if (std::find(methods.begin(), methods.end(), "openblas-sgemm-f32") != methods.end()) {
+    wide.resize(count);
+    for (size_t i = 0; i < count; ++i) wide[i] = load_as_f32(weights.data(), s.dtype, i);
+  }
   const int64_t wide_floats = s.in * s.out;
 
   std::vector<MatmulResult> out;
-  for (const std::string m : {"mstar", "panels", "packed", "mstar-bf16-act", "panels-bf16-act", "packed-bf16-act",
-                              "openblas-sgemm-f32"}) {
+  for (const std::string& m : methods) {
     const kernels::CpuIsa isa = kernels::best_cpu_isa();
     const bool blas = m == "openblas-sgemm-f32";
     const DType x_dtype = m.ends_with("-bf16-act") ? DType::bf16 : DType::f32;

@@ -36,9 +36,14 @@ struct MatmulResult {
   bool bf16_dot = false;
 };
 
+// Every method bench_matmul knows, in the order it times them.
+const std::vector<std::string>& matmul_methods();
+
 // Hot: the same weights every call. Cold: copies of the weights several
 // times the last-level cache, a different one every call (as a decode step
-// reads each layer's weights once).
-std::vector<MatmulResult> bench_matmul(const MatmulShape& s, bool cold, int repeats, int64_t llc_bytes);
+// reads each layer's weights once). `methods`: which of matmul_methods(),
+// timed in that order.
+std::vector<MatmulResult> bench_matmul(const MatmulShape& s, bool cold, int repeats, int64_t llc_bytes,
+                                       const std::vector<std::string>& methods);
 
 }  // namespace mstar::bench
