@@ -188,7 +188,7 @@ int main(int argc, char** argv) {
   CheckpointOptions copt;
   std::string cstreams = "1,4,16";
   auto* ckpt = app.add_subcommand("checkpoint", "a Hugging Face checkpoint folder as a speech model: load, memory, "
-                                                "aggregate decode, decode at depths, prefill");
+                                                "aggregate decode, its products alone, decode at depths, prefill");
   ckpt->add_option("folder", folder, "checkpoint folder (config.json, safetensors)")->required();
   ckpt->add_option("--kind", copt.kind, "family: llama or qwen2")->check(CLI::IsMember({"llama", "qwen2"}));
   ckpt->add_option("--backend", cbackend, "reference, cpu or cuda")->check(CLI::IsMember({"reference", "cpu", "cuda"}));
@@ -202,7 +202,8 @@ int main(int argc, char** argv) {
   ckpt->add_option("--probe", copt.probe, "decode steps timed at each depth")->check(CLI::Range(1, 100000));
   ckpt->add_option("--prefill", copt.prefill, "time one prompt of this many tokens")->check(CLI::Range(0, 1 << 20));
   ckpt->add_option("--products", copt.products,
-                   "time a decode step's matrix products alone, cold, at this many rows (streams); 0: not")
+                   "time a decode step's matrix products alone, cold, at this many rows (streams), and their sum "
+                   "over the sweep's step when --streams has that count; 0: not")
       ->check(CLI::Range(0, 4096));
   ckpt->add_option("--kv-dtype", ckv, "the cache's dtype")->check(CLI::IsMember({"f32", "f16", "bf16"}));
   ckpt->add_option("--activations", cact, "what the matrix products round activations to (the deployment's key)")

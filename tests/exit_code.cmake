@@ -1,6 +1,6 @@
 # Runs a command and checks its exit code and, optionally, that its standard
-# error matches a regular expression.
-#   cmake -DCMD="prog;arg;..." -DEXPECT_RC=n [-DSTDERR_REGEX=re] [-DWORKDIR=dir] -P exit_code.cmake
+# error and output match regular expressions.
+#   cmake -DCMD="prog;arg;..." -DEXPECT_RC=n [-DSTDERR_REGEX=re] [-DSTDOUT_REGEX=re] [-DWORKDIR=dir] -P exit_code.cmake
 if(NOT DEFINED WORKDIR)
   set(WORKDIR .)
 endif()
@@ -10,4 +10,7 @@ if(NOT rc EQUAL EXPECT_RC)
 endif()
 if(DEFINED STDERR_REGEX AND NOT err MATCHES "${STDERR_REGEX}")
   message(FATAL_ERROR "standard error does not match '${STDERR_REGEX}':\n${err}")
+endif()
+if(DEFINED STDOUT_REGEX AND NOT out MATCHES "${STDOUT_REGEX}")
+  message(FATAL_ERROR "standard output does not match '${STDOUT_REGEX}':\n${out}")
 endif()

@@ -257,7 +257,7 @@ CheckpointBench bench_checkpoint(const std::filesystem::path& folder, const Chec
   if (!o.streams.empty()) {
     // The machine's peak, once, before the sweep (not beside its engines).
     std::optional<double> peak;
-    if (o.backend != Backend::cuda) {
+    if (o.backend == Backend::cpu) {
       const ComputePeak p = measure_compute_peak(o.threads, 5);
       peak = vdpbf16ps_products(d, o) ? p.bf16_dot_gflops : p.fma_gflops;
     }

@@ -61,7 +61,7 @@ struct CheckpointBench {
   // bench_concurrency's table, and each row's matrix products
   // (decode_product_flops: product_gflop a step, product_gflops over the
   // median step) beside the arithmetic peak measured before the sweep
-  // (measure_compute_peak; not on cuda): peak_gflops, of_peak.
+  // (measure_compute_peak; the cpu backend only): peak_gflops, of_peak.
   Table sweep;
   Table depths;   // stream_table at the depths
   Table prefill;  // bench_prefill's table

@@ -6,9 +6,10 @@
 // width), the MLP's gate and up (width -> mlp_width each) and down; then the
 // logits (width -> vocab). Biases, norms, rope and the MLP's gating are
 // elementwise and left out, and so is attention's q.k and p.v, which grows
-// with the context: at mstar-bench checkpoint's sweep lengths (at most the
-// 64-token voice, 16 prompt tokens and the tokens decoded) it is about 1% of
-// the products' (Qwen2.5-0.5B, 128 entries: 11 against 988 MFLOP).
+// with the context: in mstar-bench checkpoint's sweep (the 64-token voice, 16
+// prompt tokens and the tokens decoded, at most 4 sinks + the window) it is
+// about 1% of the products' at the defaults (Qwen2.5-0.5B, 144 entries: 12
+// against 988 MFLOP), more with more --tokens.
 #include <cstdint>
 
 #include "models/architecture.h"
