@@ -25,11 +25,7 @@ namespace mstar::bench {
 namespace {
 using Clock = std::chrono::steady_clock;
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t h = v.size() / 2;
-  return v.size() % 2 ? v[h] : (v[h - 1] + v[h]) / 2;
-}
+double median(std::vector<double> v) { return percentile(std::move(v), 50); }
 
 // One request's cache, fed directly (no scheduler): what the stream and
 // prefill benchmarks time.

@@ -24,13 +24,13 @@ Table bench_run(const ResolvedDeployment& d, int repeats);
 // Aggregate and per-stream throughput with `streams` requests arriving at
 // once (slots, sessions and batch raised to fit them), and the host-side
 // share of a step. `rounds` times, every count in each round in turn (1, 16,
-// 1, 16, ...): this machine's speed drifts from minute to minute, so a
+// 1, 16, ...): a shared machine's speed drifts from minute to minute, so a
 // round's counts meet about the same moment, and the scalings are taken
 // within one round: aggregate_scaling is a row's aggregate_per_s over the
 // first count's (the whole run: prompts, decode, sampling), step_scaling its
 // decode rate (streams / step_p50_ms) over the first count's.
 // With more than one round, a "median" row per count follows: each column's
-// median over the rounds.
+// median (nearest rank, mstar::percentile) over the rounds.
 Table bench_concurrency(const std::filesystem::path& config, const std::vector<std::string>& sets,
                         const std::vector<int64_t>& streams, int64_t tokens, int rounds);
 
