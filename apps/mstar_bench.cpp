@@ -362,9 +362,10 @@ int main(int argc, char** argv) {
     } else if (*run) {
       const std::vector<int64_t> stream_counts = parse_list(streams, "--streams");  // refused before anything runs
       const ResolvedDeployment d = resolve_or_throw(config, sets);
+      const ConcurrencySweep concurrency = resolve_concurrency(config, sets, stream_counts, tokens);
       std::cout << render(bench_run(d, rrepeats), fmt_out);
       if (fmt_out == Format::markdown) std::cout << "\n";
-      std::cout << render(bench_concurrency(config, sets, stream_counts, tokens, rrounds), fmt_out);
+      std::cout << render(bench_concurrency(concurrency, rrounds), fmt_out);
     } else if (*tokenize) {
       const std::string text = read_file(text_file, std::size_t{1} << 30, text_file);
       const EncodeThroughput r = measure_encode(Tokenizer::from_file(tokenizer_path), text, tpasses, true);

@@ -152,25 +152,38 @@ Table bench_run(const ResolvedDeployment& d, int repeats) {
   return t;
 }
 
-Table bench_concurrency(const std::filesystem::path& config, const std::vector<std::string>& sets,
-                        const std::vector<int64_t>& streams, int64_t tokens, int rounds) {
-  MSTAR_ASSERT(!streams.empty() && rounds >= 1, "bench_concurrency: stream counts and at least one round");
+ConcurrencySweep resolve_concurrency(const std::filesystem::path& config, const std::vector<std::string>& sets,
+                                     const std::vector<int64_t>& streams, int64_t tokens) {
+  MSTAR_ASSERT(!streams.empty(), "resolve_concurrency: at least one stream count");
   const ResolvedDeployment base = resolve_or_throw(config, sets);
-  const bool tts = base.model.family->task == "speech";
+  ConcurrencySweep sweep{streams, {}, base.model.family->task == "speech"};
   int64_t rows = 1;
   for (const auto& res : base.model.resources)
     if (const auto* b = std::get_if<BoundedKVSpec>(&res.spec)) rows = b->config.rows_per_request;
-  std::vector<ResolvedDeployment> deployments;  // one per count, resolved once
   for (int64_t n : streams) {
     std::vector<std::string> s = sets;
     s.push_back(fmt::format("workload.requests.count={}", n));
     s.push_back("workload.requests.arrival_every=0");
-    s.push_back(fmt::format("workload.requests.{}={}", tts ? "max_tokens" : "frames", tokens));
+    s.push_back(fmt::format("workload.requests.{}={}", sweep.tts ? "max_tokens" : "frames", tokens));
     for (const auto& res : base.model.resources)
       s.push_back(fmt::format("resources.{}.{}={}", res.key(), res.type == "bounded_kv" ? "max_slots" : "num_sessions", n));
     s.push_back(fmt::format("scheduler.max_batch={}", n * rows));
-    deployments.push_back(resolve_or_throw(config, s));
+    try {
+      sweep.deployments.push_back(resolve_or_throw(config, s));
+    } catch (const ConfigError& e) {
+      // The overrides are the sweep's own, not the user's: say which count.
+      throw ConfigError(fmt::format("--streams {}: the deployment is refused at {} streams:\n{}", n, n, e.what()));
+    }
   }
+  return sweep;
+}
+
+Table bench_concurrency(const ConcurrencySweep& sweep, int rounds) {
+  MSTAR_ASSERT(!sweep.streams.empty() && sweep.deployments.size() == sweep.streams.size() && rounds >= 1,
+               "bench_concurrency: a deployment per stream count and at least one round");
+  const std::vector<int64_t>& streams = sweep.streams;
+  const std::vector<ResolvedDeployment>& deployments = sweep.deployments;
+  const bool tts = sweep.tts;
   Table t{{"round", "streams", tts ? "tokens" : "frames", "aggregate_per_s", "per_stream_per_s", "aggregate_scaling",
            "step_p50_ms", "step_scaling", "host_p50_ms", "host_share"},
           {}};
@@ -241,6 +254,8 @@ CheckpointBench bench_checkpoint(const std::filesystem::path& folder, const Chec
       to_string(o.backend), to_string(o.kv_dtype), to_string(o.activations), o.threads, o.tokens);
   CheckpointBench out;
   const ResolvedDeployment d = resolve_or_throw(dir / "c.yaml", {});
+  std::optional<ConcurrencySweep> sweep;
+  if (!o.streams.empty()) sweep = resolve_concurrency(dir / "c.yaml", {}, o.streams, o.tokens);
   {
     const int64_t rss_before = current_rss_bytes();
     const auto t0 = Clock::now();
@@ -250,14 +265,14 @@ CheckpointBench bench_checkpoint(const std::filesystem::path& folder, const Chec
                      {{load_s, static_cast<double>(d.model.weights_bytes) / (1 << 20),
                        static_cast<double>(rss_before) / (1 << 20), static_cast<double>(current_rss_bytes()) / (1 << 20)}}};
   }
-  if (!o.streams.empty()) {
+  if (sweep) {
     // The machine's peak, once, before the sweep (not beside its engines).
     std::optional<double> peak;
     if (o.backend == Backend::cpu) {
       const ComputePeak p = measure_compute_peak(o.threads, 5);
       peak = vdpbf16ps_products(d, o) ? p.bf16_dot_gflops : p.fma_gflops;
     }
-    out.sweep = bench_concurrency(dir / "c.yaml", {}, o.streams, o.tokens, o.rounds);
+    out.sweep = bench_concurrency(*sweep, o.rounds);
     add_product_columns(out.sweep, decode_product_flops(d.model.arch->trunk(), d.model.arch->vocab_size()), peak);
   }
   if (o.products > 0) {

@@ -21,18 +21,29 @@ ResolvedDeployment resolve_or_throw(const std::filesystem::path& config, const s
 // One row per repeat of the workload, plus the median row.
 Table bench_run(const ResolvedDeployment& d, int repeats);
 
-// Aggregate and per-stream throughput with `streams` requests arriving at
-// once (slots, sessions and batch raised to fit them), and the host-side
-// share of a step. `rounds` times, every count in each round in turn (1, 16,
-// 1, 16, ...): a shared machine's speed drifts from minute to minute, so a
-// round's counts meet about the same moment, and the scalings are taken
-// within one round: aggregate_scaling is a row's aggregate_per_s over the
-// first count's (the whole run: prompts, decode, sampling), step_scaling its
-// decode rate (streams / step_p50_ms) over the first count's.
+// The deployment at each of `streams` concurrent streams: `streams`
+// requests arriving at once, slots, sessions and batch raised to fit them.
+// Resolved before anything runs, so a count the deployment cannot take is
+// refused (a ConfigError naming the count) before any time is spent.
+struct ConcurrencySweep {
+  std::vector<int64_t> streams;
+  std::vector<ResolvedDeployment> deployments;  // one per count
+  bool tts = false;                             // a speech model: tokens, else frames
+};
+ConcurrencySweep resolve_concurrency(const std::filesystem::path& config, const std::vector<std::string>& sets,
+                                     const std::vector<int64_t>& streams, int64_t tokens);
+
+// Aggregate and per-stream throughput at each of the sweep's counts, and
+// the host-side share of a step. `rounds` times, every count in each round
+// in turn (1, 16, 1, 16, ...): a shared machine's speed drifts from minute
+// to minute, so a round's counts meet about the same moment, and the
+// scalings are taken within one round: aggregate_scaling is a row's
+// aggregate_per_s over the first count's (the whole run: prompts, decode,
+// sampling), step_scaling its decode rate (streams / step_p50_ms) over the
+// first count's.
 // With more than one round, a "median" row per count follows: each column's
 // median (nearest rank, mstar::percentile) over the rounds.
-Table bench_concurrency(const std::filesystem::path& config, const std::vector<std::string>& sets,
-                        const std::vector<int64_t>& streams, int64_t tokens, int rounds);
+Table bench_concurrency(const ConcurrencySweep& sweep, int rounds);
 
 // A Hugging Face checkpoint folder served as a speech model (a manifest and
 // deployment written for it, a bounded cache of 4 sinks + `window`): how
