@@ -327,13 +327,17 @@ int main(int argc, char** argv) {
       }
     } else if (*mm) {
       mshape.dtype = parse_dtype(mdtype, "--dtype");
+      const std::vector<int64_t> row_counts = parse_list(mrows, "--rows");
+      for (int64_t rows : row_counts)  // every shape refused before anything is measured
+        for (bool cold : {false, true}) check_matmul_shape({rows, mshape.in, mshape.out, mshape.dtype, mshape.threads},
+                                                           cold, m.llc_bytes, matmul_methods());
       if (bw <= 0) bw = measure_bandwidth(mshape.threads, 512 << 20, 5).triad_gbs;
       const ComputePeak peak = measure_compute_peak(mshape.threads, 5);
       Table t{{"method", "cache", "dtype", "rows", "in", "out", "threads", "median_us", "min_us", "weight_gbs",
                "of_bandwidth", "gflops", "of_peak"},
               {}};
       const Neighbours busy(neighbours);
-      for (int64_t rows : parse_list(mrows, "--rows")) {
+      for (int64_t rows : row_counts) {
         mshape.rows = rows;
         for (bool cold : {false, true}) {
           if ((cold && cache == "hot") || (!cold && cache == "cold")) continue;

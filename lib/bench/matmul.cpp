@@ -2,13 +2,17 @@
 
 #include <cblas.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <random>
 
 #include "bench/timing.h"
 #include "core/buffer.h"
+#include "core/checked.h"
 #include "core/errors.h"
 #include "cpu/matmul_cpu.h"
+#include "resources/options.h"
 
 namespace mstar::bench {
 
@@ -19,13 +23,54 @@ const std::vector<std::string>& matmul_methods() {
   return all;
 }
 
+namespace {
+
+// Cold calls rotate over copies of the weights, together at least four
+// times the last-level cache.
+int64_t weight_copies(const MatmulShape& s, bool cold, int64_t llc_bytes) {
+  const int64_t wbytes = s.in * s.out * static_cast<int64_t>(dtype_size(s.dtype));
+  return cold ? std::max<int64_t>(2, (4 * llc_bytes + wbytes - 1) / wbytes) : 1;
+}
+
+bool times_openblas(const std::vector<std::string>& methods) {
+  return std::find(methods.begin(), methods.end(), "openblas-sgemm-f32") != methods.end();
+}
+
+}  // namespace
+
+void check_matmul_shape(const MatmulShape& s, bool cold, int64_t llc_bytes, const std::vector<std::string>& methods) {
+  const std::string shape = fmt::format("--rows {}, --in {}, --out {}, --threads {}, {} weights{}", s.rows, s.in, s.out,
+                                        s.threads, to_string(s.dtype), cold ? ", cold" : "");
+  for (auto [name, v] : {std::pair<const char*, int64_t>{"--rows", s.rows}, {"--in", s.in}, {"--out", s.out},
+                         {"--threads", s.threads}})
+    if (v < 1) throw ConfigError(fmt::format("{} must be at least 1, got {}", name, v));
+  // OpenBLAS takes every size as an int.
+  if (s.rows > INT32_MAX || s.in > INT32_MAX || s.out > INT32_MAX)
+    throw ConfigError(fmt::format("{}: a size passes int32", shape));
+  // What bench_matmul allocates, before allocating it: the weights' copies
+  // (and their f32 widening when OpenBLAS is timed), x, y and x rounded in
+  // f32, and each thread's packed block (no path's task is wider than
+  // kernels::kPanelCols columns).
+  const int64_t es = static_cast<int64_t>(dtype_size(s.dtype));
+  const int64_t wide = times_openblas(methods) ? 4 : 0;
+  uint64_t bytes = UINT64_MAX;
+  if (checked_product({s.in, s.out, es}, uint64_t{1} << 62)) {  // weight_copies' arithmetic fits
+    const auto w = checked_product({s.in, s.out, weight_copies(s, cold, llc_bytes), es + wide});
+    const auto x = checked_product({s.rows, 2 * s.in + s.out, 4});
+    const auto packed = checked_product({s.threads, s.in, kernels::kPanelCols, 4});
+    if (w && x && packed && *w <= UINT64_MAX - *x && *w + *x <= UINT64_MAX - *packed) bytes = *w + *x + *packed;
+  }
+  check_fits_memory(shape, bytes, Backend::cpu);
+}
+
 std::vector<MatmulResult> bench_matmul(const MatmulShape& s, bool cold, int repeats, int64_t llc_bytes,
                                        const std::vector<std::string>& methods) {
   for (const std::string& m : methods)
     MSTAR_ASSERT(std::find(matmul_methods().begin(), matmul_methods().end(), m) != matmul_methods().end(),
                  "bench_matmul: an unknown method");
+  check_matmul_shape(s, cold, llc_bytes, methods);
   const int64_t wbytes = s.in * s.out * static_cast<int64_t>(dtype_size(s.dtype));
-  const int64_t copies = cold ? std::max<int64_t>(2, (4 * llc_bytes + wbytes - 1) / wbytes) : 1;
+  const int64_t copies = weight_copies(s, cold, llc_bytes);
   std::mt19937_64 g(7);
   std::normal_distribution<float> n;
   // Host memory as the engine's weights have it (2 MiB pages for large blocks).
@@ -57,7 +102,7 @@ std::vector<MatmulResult> bench_matmul(const MatmulShape& s, bool cold, int repe
   // OpenBLAS's operand: the weights as f32, one copy per cold copy (only
   // when it is timed: at the logits' shape that is GiBs).
   std::vector<float> wide;
-  if (std::find(methods.begin(), methods.end(), "openblas-sgemm-f32") != methods.end()) {
+  if (times_openblas(methods)) {
     wide.resize(count);
     for (size_t i = 0; i < count; ++i) wide[i] = load_as_f32(weights.data(), s.dtype, i);
   }

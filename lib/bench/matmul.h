@@ -39,6 +39,11 @@ struct MatmulResult {
 // Every method bench_matmul knows, in the order it times them.
 const std::vector<std::string>& matmul_methods();
 
+// Throws ConfigError naming the shape when a size is below 1 or past
+// int32, or when what bench_matmul would allocate for it does not fit in
+// this machine's memory (checked before anything is allocated).
+void check_matmul_shape(const MatmulShape& s, bool cold, int64_t llc_bytes, const std::vector<std::string>& methods);
+
 // Hot: the same weights every call. Cold: copies of the weights several
 // times the last-level cache, a different one every call (as a decode step
 // reads each layer's weights once). `methods`: which of matmul_methods(),
