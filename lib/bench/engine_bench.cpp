@@ -171,8 +171,9 @@ ConcurrencySweep resolve_concurrency(const std::filesystem::path& config, const 
     try {
       sweep.deployments.push_back(resolve_or_throw(config, s));
     } catch (const ConfigError& e) {
-      // The overrides are the sweep's own, not the user's: say which count.
-      throw ConfigError(fmt::format("--streams {}: the deployment is refused at {} streams:\n{}", n, n, e.what()));
+      // The overrides are the sweep's own, not the user's: say which options made them.
+      throw ConfigError(
+          fmt::format("the sweep's deployment at --streams {} with --tokens {} is refused:\n{}", n, tokens, e.what()));
     }
   }
   return sweep;

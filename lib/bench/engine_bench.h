@@ -24,7 +24,8 @@ Table bench_run(const ResolvedDeployment& d, int repeats);
 // The deployment at each of `streams` concurrent streams: `streams`
 // requests arriving at once, slots, sessions and batch raised to fit them.
 // Resolved before anything runs, so a count the deployment cannot take is
-// refused (a ConfigError naming the count) before any time is spent.
+// refused (a ConfigError naming the count and the tokens) before any time
+// is spent.
 struct ConcurrencySweep {
   std::vector<int64_t> streams;
   std::vector<ResolvedDeployment> deployments;  // one per count
