@@ -251,10 +251,10 @@ int main(int argc, char** argv) {
       std::cout << render(t, fmt_out);
     } else if (*memory) {
       const Bandwidth b = measure_bandwidth(threads, mib << 20, repeats);
-      Table t{{"threads", "array_mib", "copy_gbs", "triad_gbs", "read_gbs", "copy_median_gbs", "triad_median_gbs",
-               "read_median_gbs"},
-              {{b.threads, b.array_bytes >> 20, b.copy_gbs, b.triad_gbs, b.read_gbs, b.copy_median_gbs,
-                b.triad_median_gbs, b.read_median_gbs}}};
+      Table t{{"threads", "array_mib", "copy_gbs", "triad_gbs", "read_gbs", "read4_gbs", "copy_median_gbs",
+               "triad_median_gbs", "read_median_gbs", "read4_median_gbs"},
+              {{b.threads, b.array_bytes >> 20, b.copy_gbs, b.triad_gbs, b.read_gbs, b.read4_gbs, b.copy_median_gbs,
+                b.triad_median_gbs, b.read_median_gbs, b.read4_median_gbs}}};
       std::cout << render(t, fmt_out);
     } else if (*kern) {
       shape.dtype = parse_dtype(dtype, "--dtype");

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <vector>
 
+#include <omp.h>
+
 #include "backend.h"
 #include "core/buffer.h"
 #include "core/errors.h"
@@ -24,7 +26,7 @@ Bandwidth measure_bandwidth(int threads, int64_t array_bytes, int repeats) {
   // First touch from the threads that will stream the arrays.
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (int64_t i = 0; i < n; ++i) a[i] = 1.0, b[i] = 2.0, c[i] = 0.5;
-  std::vector<double> copy, triad, read;
+  std::vector<double> copy, triad, read, read4;
   using Clock = std::chrono::steady_clock;
   for (int r = 0; r < repeats; ++r) {
     auto t0 = Clock::now();
@@ -41,12 +43,24 @@ Bandwidth measure_bandwidth(int threads, int64_t array_bytes, int repeats) {
 #pragma omp parallel for num_threads(threads) schedule(static) reduction(+ : bits)
     for (int64_t i = 0; i < n; ++i) bits += std::bit_cast<uint64_t>(b[i]);
     auto t3 = Clock::now();
-    // b holds 2.0 throughout: the sum is checked, so the read cannot be dropped.
-    MSTAR_ASSERT(bits == static_cast<uint64_t>(n) * std::bit_cast<uint64_t>(2.0),
+    // The same read, each thread's share as kReadStreams runs walked together.
+    uint64_t bits4 = 0;
+#pragma omp parallel num_threads(threads) reduction(+ : bits4)
+    {
+      const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+      const int64_t lo = n * t / nt, hi = n * (t + 1) / nt, run = (hi - lo) / kReadStreams;
+      for (int64_t i = 0; i < run; ++i)
+        for (int64_t s = 0; s < kReadStreams; ++s) bits4 += std::bit_cast<uint64_t>(b[lo + s * run + i]);
+      for (int64_t i = lo + kReadStreams * run; i < hi; ++i) bits4 += std::bit_cast<uint64_t>(b[i]);
+    }
+    auto t4 = Clock::now();
+    // b holds 2.0 throughout: the sums are checked, so the reads cannot be dropped.
+    MSTAR_ASSERT(bits == static_cast<uint64_t>(n) * std::bit_cast<uint64_t>(2.0) && bits4 == bits,
                  "measure_bandwidth: the read array changed");
     copy.push_back(2.0 * static_cast<double>(n) * 8 / std::chrono::duration<double>(t1 - t0).count() / 1e9);
     triad.push_back(3.0 * static_cast<double>(n) * 8 / std::chrono::duration<double>(t2 - t1).count() / 1e9);
     read.push_back(static_cast<double>(n) * 8 / std::chrono::duration<double>(t3 - t2).count() / 1e9);
+    read4.push_back(static_cast<double>(n) * 8 / std::chrono::duration<double>(t4 - t3).count() / 1e9);
   }
   auto median = [](std::vector<double> v) {
     std::sort(v.begin(), v.end());
@@ -59,6 +73,8 @@ Bandwidth measure_bandwidth(int threads, int64_t array_bytes, int repeats) {
   bw.triad_median_gbs = median(triad);
   bw.read_gbs = *std::max_element(read.begin(), read.end());
   bw.read_median_gbs = median(read);
+  bw.read4_gbs = *std::max_element(read4.begin(), read4.end());
+  bw.read4_median_gbs = median(read4);
   bw.array_bytes = n * 8;
   bw.threads = threads;
   return bw;

@@ -3,15 +3,20 @@
 // (a = b + s * c) over arrays far larger than the caches, all threads, best
 // and median of repeats. Every kernel figure is set beside the triad. The
 // host also measures a read of one array (no writes), the ceiling of a
-// kernel that only streams in, as attention and the decode products do.
+// kernel that only streams in, as attention and the decode products do:
+// each thread's share walked once as one stream (read) and once as
+// kReadStreams runs at once (read4), which one core reads faster on some
+// machines (docs/PERFORMANCE.md, "Fourteenth session").
 #include <cstdint>
 #include <string>
 
 namespace mstar::bench {
 
+constexpr int64_t kReadStreams = 4;
+
 struct Bandwidth {
-  double copy_gbs = 0, triad_gbs = 0, read_gbs = 0;  // best of the repeats (as STREAM reports)
-  double copy_median_gbs = 0, triad_median_gbs = 0, read_median_gbs = 0;
+  double copy_gbs = 0, triad_gbs = 0, read_gbs = 0, read4_gbs = 0;  // best of the repeats (as STREAM reports)
+  double copy_median_gbs = 0, triad_median_gbs = 0, read_median_gbs = 0, read4_median_gbs = 0;
   int64_t array_bytes = 0;
   int threads = 0;
 };
