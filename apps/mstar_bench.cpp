@@ -328,9 +328,12 @@ int main(int argc, char** argv) {
     } else if (*mm) {
       mshape.dtype = parse_dtype(mdtype, "--dtype");
       const std::vector<int64_t> row_counts = parse_list(mrows, "--rows");
+      const auto timed = [&](bool cold) { return cache == "both" || (cache == "cold") == cold; };
       for (int64_t rows : row_counts)  // every shape refused before anything is measured
-        for (bool cold : {false, true}) check_matmul_shape({rows, mshape.in, mshape.out, mshape.dtype, mshape.threads},
-                                                           cold, m.llc_bytes, matmul_methods());
+        for (bool cold : {false, true})
+          if (timed(cold))
+            check_matmul_shape({rows, mshape.in, mshape.out, mshape.dtype, mshape.threads}, cold, m.llc_bytes,
+                               matmul_methods());
       if (bw <= 0) bw = measure_bandwidth(mshape.threads, 512 << 20, 5).triad_gbs;
       const ComputePeak peak = measure_compute_peak(mshape.threads, 5);
       Table t{{"method", "cache", "dtype", "rows", "in", "out", "threads", "median_us", "min_us", "weight_gbs",
@@ -340,7 +343,7 @@ int main(int argc, char** argv) {
       for (int64_t rows : row_counts) {
         mshape.rows = rows;
         for (bool cold : {false, true}) {
-          if ((cold && cache == "hot") || (!cold && cache == "cold")) continue;
+          if (!timed(cold)) continue;
           for (const MatmulResult& r : bench_matmul(mshape, cold, mrepeats, m.llc_bytes, matmul_methods()))
             t.rows.push_back({r.method, cold ? "cold" : "hot", std::string(to_string(mshape.dtype)), rows, mshape.in,
                               mshape.out, mshape.threads, r.median_us, r.min_us, r.weight_gbs, r.weight_gbs / bw, r.gflops,
