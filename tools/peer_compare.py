@@ -27,8 +27,10 @@ attention  One decode attention call alone: 1 query token against N cached
            mstar: `mstar-bench kernels --kind decode --backend cpu --cache both`
            (median of --repeats calls after a 0.2 s warm-up; "hot" reuses one
            K/V every call, "cold" rotates over a pool four times the last-level
-           cache), and its fraction of the triad bandwidth from
-           `mstar-bench memory`, measured once at the start (or --bandwidth).
+           cache), and its fraction of the triad bandwidth that the same
+           `mstar-bench kernels` run measures just before its timing (or
+           --bandwidth): on a machine whose memory swings from minute to
+           minute, one triad taken at the start misstates every fraction.
            peer: FLASH_ATTN_EXT in `test-backend-ops perf -b CPU --test-file`,
            with a case file this script writes (format: docs/peer-llama-cpp.md
            (a)); the mean of one node repeated up to 8192 times in one graph
@@ -218,11 +220,6 @@ def mstar_machine(runner, bench):
     return "(mstar-bench printed no machine line)"
 
 
-def mstar_bandwidth(runner, bench, threads):
-    out = runner.run([bench, "memory", "--threads", threads, "--json"], "mstar-bench memory", setup=True)
-    return float(table_with(json_tables(out), "triad_gbs", "mstar-bench memory")[0]["triad_gbs"])
-
-
 # ---------------------------------------------------------------- attention
 
 
@@ -259,7 +256,7 @@ def attention(args, runner, bench, peer):
     lens = parse_ints(args.kv_lens, "--kv-lens", minimum=1)
     cases = [(D, H, K, n) for (D, H, K) in shapes for n in lens]
     tbo = peer / "test-backend-ops"
-    bw = args.bandwidth or mstar_bandwidth(runner, bench, args.threads)
+    bw = args.bandwidth  # 0: each mstar-bench kernels run measures its own
     tmp = None if args.case_file else tempfile.mkdtemp(prefix="peer-compare-fa-")
     case_file = Path(args.case_file) if args.case_file else Path(tmp) / "fa_decode_cases.txt"
     case_file.write_text("".join(fa_case_line(D, H, K, n, args.dtype) + "\n" for (D, H, K, n) in cases))
@@ -269,11 +266,13 @@ def attention(args, runner, bench, peer):
             out = runner.run([bench, "kernels", "--kind", "decode", "--backend", "cpu", "--cache", "both",
                                     "--head-dim", D, "--q-heads", H, "--kv-heads", K, "--kv-len", n, "--sink", 0,
                                     "--dtype", args.dtype, "--threads", args.threads, "--repeats", args.repeats,
-                                    "--bandwidth", f"{bw:.3f}", "--json"], f"mstar-bench kernels {case_label(c)}")
+                                    *(["--bandwidth", f"{bw:.3f}"] if bw else []), "--json"],
+                             f"mstar-bench kernels {case_label(c)}")
             rows = table_with(json_tables(out), "median_us", "mstar-bench kernels")
             got = {r["cache"]: r for r in rows}
             return {"hot_us": got["hot"]["median_us"], "cold_us": got["cold"]["median_us"],
-                    "kv_bytes": got["hot"]["kv_mib"] * (1 << 20)}
+                    "hot_of_bw": got["hot"]["of_bandwidth"], "cold_of_bw": got["cold"]["of_bandwidth"],
+                    "triad_gbs": got["hot"]["gbs"] / got["hot"]["of_bandwidth"]}
 
         def peer_fa(c):
             name = fa_case_name(*c, args.dtype)
@@ -296,28 +295,32 @@ def attention(args, runner, bench, peer):
         ms, ps = samples[c]["mstar"], samples[c]["peer"]
         hot, cold = spread([s["hot_us"] for s in ms]), spread([s["cold_us"] for s in ms])
         pe = spread([s["us"] for s in ps])
-        kv_bytes = ms[0]["kv_bytes"]  # K and V as mstar-bench counts them; its GB/s are 1e9 bytes/s
+        # Each run's fraction is against the triad it ran beside; the cell is their median.
         rows.append({"head_dim": D, "q_heads": H, "kv_heads": K, "kv_len": n, "dtype": args.dtype,
                      "mstar_hot_us": hot, "mstar_cold_us": cold, "peer_us": pe,
-                     "mstar_hot_of_bw": kv_bytes / (hot["median"] * 1e3) / bw,
-                     "mstar_cold_of_bw": kv_bytes / (cold["median"] * 1e3) / bw,
+                     "mstar_hot_of_bw": statistics.median(s["hot_of_bw"] for s in ms),
+                     "mstar_cold_of_bw": statistics.median(s["cold_of_bw"] for s in ms),
                      "speedup_hot": ratio(pe["median"], hot["median"])})
+    triads = spread([s["triad_gbs"] for c in cases for s in samples[c]["mstar"]])
     table = md_table(["D", "Hq/Hkv", "KV len", "mstar hot µs", "mstar cold µs", "peer µs (hot)",
                       "mstar speedup (peer/mstar, hot)", "mstar hot of BW", "mstar cold of BW"],
                      [[r["head_dim"], f"{r['q_heads']}/{r['kv_heads']}", r["kv_len"], fmt_spread(r["mstar_hot_us"]),
                        fmt_spread(r["mstar_cold_us"]), fmt_spread(r["peer_us"]), fmt_ratio(r["speedup_hot"]),
                        f"{r['mstar_hot_of_bw']:.2f}", f"{r['mstar_cold_of_bw']:.2f}"] for r in rows])
-    notes = [f"KV dtype {args.dtype}; mstar {args.threads} threads, {args.repeats} calls per run; triad bandwidth "
-             f"{bw:.1f} GB/s ({'given' if args.bandwidth else 'measured by mstar-bench memory'}).",
+    triad_note = (f"triad bandwidth {bw:.1f} GB/s (given)" if bw else
+                  f"triad bandwidth measured by each mstar-bench kernels run before its timing: "
+                  f"{fmt_spread(triads)} GB/s over the runs")
+    notes = [f"KV dtype {args.dtype}; mstar {args.threads} threads, {args.repeats} calls per run; {triad_note}.",
              f"peer = test-backend-ops FLASH_ATTN_EXT: hot only (same K/V every run) and it uses every online "
              f"CPU ({os.cpu_count()} here), not --threads.",
-             "speedup = peer µs / mstar hot µs (medians); above 1: mstar faster. Fractions of BW: the K/V bytes "
-             "over mstar's median time, over the triad.",
+             "speedup = peer µs / mstar hot µs (medians); above 1: mstar faster. Fractions of BW: each run's "
+             "K/V bytes over its median time, over its triad; the median over the rounds.",
              f"peer case file: {case_file}" + ("" if args.case_file else " (temporary; --case-file keeps one)")]
     if os.cpu_count() != args.threads:
         notes.append(f"WARNING: {os.cpu_count()} online CPUs but --threads {args.threads}: the two sides run "
                      "on different thread counts.")
-    return {"rows": rows, "table": table, "notes": notes, "settings": {"bandwidth_gbs": bw}}
+    return {"rows": rows, "table": table, "notes": notes,
+            "settings": {"bandwidth_gbs": bw or triads["median"], "bandwidth_given": bool(bw)}}
 
 
 # ---------------------------------------------------------------- checkpoints
@@ -603,7 +606,7 @@ def parse_args(argv):
     a.add_argument("--shapes", default=DEFAULT_SHAPES, help=f"head_dim:q_heads:kv_heads,... (default {DEFAULT_SHAPES})")
     a.add_argument("--kv-lens", default=DEFAULT_KV_LENS, help=f"KV lengths (default {DEFAULT_KV_LENS})")
     a.add_argument("--dtype", choices=("f16", "bf16"), default="f16", help="KV dtype (default f16)")
-    a.add_argument("--bandwidth", type=float, default=0, help="triad GB/s (default: mstar-bench memory, once)")
+    a.add_argument("--bandwidth", type=float, default=0, help="triad GB/s (default: each mstar-bench kernels run measures its own)")
     a.add_argument("--repeats", type=int, default=20, help="mstar-bench kernels --repeats (default 20)")
     a.add_argument("--case-file", help="write test-backend-ops' case file here and keep it (default: a temporary "
                                        "file, removed at the end)")
