@@ -347,7 +347,7 @@ int main(int argc, char** argv) {
           for (const MatmulResult& r : bench_matmul(mshape, cold, mrepeats, m.llc_bytes, matmul_methods()))
             t.rows.push_back({r.method, cold ? "cold" : "hot", std::string(to_string(mshape.dtype)), rows, mshape.in,
                               mshape.out, mshape.threads, r.median_us, r.min_us, r.weight_gbs, r.weight_gbs / bw, r.gflops,
-                              r.gflops / (r.bf16_dot ? peak.bf16_dot_gflops : peak.fma_gflops)});
+                              r.gflops / peak_gflops(peak, r.peak_op)});
         }
       }
       if (fmt_out == Format::markdown) {
@@ -356,6 +356,8 @@ int main(int argc, char** argv) {
                    peak.fma_gflops, peak.fma_median_gflops);
         if (peak.bf16_dot_gflops > 0)
           fmt::print(", vdpbf16ps {:.1f} (median {:.1f})", peak.bf16_dot_gflops, peak.bf16_dot_median_gflops);
+        if (peak.tiles_gflops > 0)
+          fmt::print(", tdpbf16ps {:.1f} (median {:.1f})", peak.tiles_gflops, peak.tiles_median_gflops);
         fmt::print("\n");
         if (neighbours > 0) fmt::print("timed beside {} busy-looping processes\n", neighbours);
         fmt::print("\n");

@@ -20,14 +20,14 @@ kernels::CpuIsa isa_under_test() { return g_isa; }
 IsaArgs parse_isa_args(int argc, const char* const* argv, bool (*supports)(kernels::CpuIsa)) {
   using kernels::CpuIsa;
   IsaArgs a;
-  const std::string usage = "usage: mstar_isa_tests --isa generic|avx2|avx512|avx512_bf16 [doctest options]";
+  const std::string usage = "usage: mstar_isa_tests --isa generic|avx2|avx512|avx512_bf16|amx_bf16 [doctest options]";
   if (argc < 3 || std::string_view(argv[1]) != "--isa") {
     a.exit_code = kUsage;
     a.message = usage;
     return a;
   }
   const std::string_view name = argv[2];
-  for (CpuIsa isa : {CpuIsa::generic, CpuIsa::avx2, CpuIsa::avx512, CpuIsa::avx512_bf16})
+  for (CpuIsa isa : kernels::kCpuIsas)
     if (name == kernels::cpu_isa_name(isa)) {
       a.isa = isa;
       a.rest = 3;

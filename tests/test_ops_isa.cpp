@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <cstring>
 #include <limits>
 #include <vector>
@@ -53,7 +54,8 @@ void check_matmul(const MatmulCase& c, CpuIsa isa, MatmulPath path) {
   CAPTURE(c.bias);
   CAPTURE(c.accumulate);
   CAPTURE(cpu_isa_name(isa));
-  CAPTURE(path == MatmulPath::panels ? "panels" : "packed");
+  const std::string path_name = path == MatmulPath::panels ? "panels" : path == MatmulPath::packed ? "packed" : "tiles";
+  CAPTURE(path_name);
   CAPTURE(to_string(c.x_dtype));
   test::Rng rng(static_cast<uint64_t>(c.rows * 1000003 + c.in * 1009 + c.out));
   const int64_t xs = c.in + 3, ys = c.out + 5;  // strides wider than the rows
@@ -96,7 +98,7 @@ void matmul_cases(CpuIsa isa, DType x_dtype) {
       for (int64_t in : {17, 54, 97, 128})
         for (int64_t out : {17, 97}) {
           const bool bias = (rows + in) % 2 == 0, accumulate = (in + out) % 3 == 0;
-          for (MatmulPath path : {MatmulPath::panels, MatmulPath::packed})
+          for (MatmulPath path : {MatmulPath::panels, MatmulPath::packed, MatmulPath::tiles})
             check_matmul({rows, in, out, dt, bias, accumulate, static_cast<int>(1 + rows % 2), x_dtype}, isa, path);
         }
 }
@@ -120,8 +122,16 @@ TEST_CASE("matmul: activations rounded to bf16 give the reference's product of t
   // Rows long enough for several 32-element steps and a masked last one,
   // with the pair padding of an odd width.
   for (int64_t in : {1, 31, 33, 895, 896})
-    for (MatmulPath path : {MatmulPath::panels, MatmulPath::packed})
+    for (MatmulPath path : {MatmulPath::panels, MatmulPath::packed, MatmulPath::tiles})
       check_matmul({5, in, 37, DType::bf16, true, false, 2, DType::bf16}, test::isa_under_test(), path);
+  // amx_bf16's tiles take rows 32 at a time and a last 16 (97: three of 32
+  // and one of 16 holding a single row; 48: one and one), columns 32 a task
+  // (out 97: three whole tasks and one of a single column), and k in steps of
+  // 32 (in 97 ends three into its fourth); every other set packs them.
+  for (int64_t rows : {32, 48, 97})
+    for (bool accumulate : {false, true})
+      check_matmul({rows, 97, 97, DType::bf16, !accumulate, accumulate, 2, DType::bf16}, test::isa_under_test(),
+                   MatmulPath::tiles);
   // From 16 rows the pair panels take k in blocks of at most 1,024: the
   // later blocks add to what the first wrote, the bias and y's old value
   // count once, and the last block ends in a masked step.

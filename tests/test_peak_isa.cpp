@@ -26,8 +26,8 @@ TEST_CASE("the f32 peak loop counts its flops and converges every lane to 1") {
 
 TEST_CASE("the vdpbf16ps peak loop adds its products exactly") {
   const CpuIsa isa = mstar::test::isa_under_test();
-  if (isa != CpuIsa::avx512_bf16) {
-    MESSAGE("not run: vdpbf16ps is an avx512_bf16 instruction (its run covers it)");
+  if (!has_bf16_pairs(isa)) {
+    MESSAGE("not run: vdpbf16ps is an avx512_bf16 instruction (that set's run covers it)");
     return;
   }
   // 24 chains of 16 lanes, chain c starting at c; each round adds 2 pairs'
@@ -35,4 +35,17 @@ TEST_CASE("the vdpbf16ps peak loop adds its products exactly") {
   const PeakRun r = cpu_peak_loop(isa, PeakOp::bf16_dot, 6400);
   CHECK(r.flops == doctest::Approx(4.0 * 16 * 24 * 6400));
   CHECK(r.checksum == 16.0f * (276.0f + 24 * 100.0f));
+}
+
+TEST_CASE("the tdpbf16ps peak loop adds its products exactly") {
+  const CpuIsa isa = mstar::test::isa_under_test();
+  if (isa != CpuIsa::amx_bf16) {
+    MESSAGE("not run: tdpbf16ps is an amx_bf16 instruction (that set's run covers it)");
+    return;
+  }
+  // 4 tiles of 16 x 16 sums from 0; each round adds 32 products 1/64 * 1/2
+  // to every sum: 100 rounds add 25, exactly.
+  const PeakRun r = cpu_peak_loop(isa, PeakOp::tiles, 100);
+  CHECK(r.flops == doctest::Approx(4.0 * 2 * 16 * 16 * 32 * 100));
+  CHECK(r.checksum == 4 * 256 * 25.0f);
 }

@@ -9,7 +9,8 @@ CpuUnits cpu_units(CpuIsa isa) {
 #if defined(__x86_64__)
     case CpuIsa::avx2: return {&avx2::bounded_unit, &avx2::ring_unit};
     case CpuIsa::avx512:
-    case CpuIsa::avx512_bf16: return {&avx512::bounded_unit, &avx512::ring_unit};  // see ops_cpu_avx512.cpp
+    case CpuIsa::avx512_bf16:
+    case CpuIsa::amx_bf16: return {&avx512::bounded_unit, &avx512::ring_unit};  // see ops_cpu_avx512.cpp
 #endif
     default: return {&generic::bounded_unit, &generic::ring_unit};  // off x86-64, cpu_supports allows only this
   }

@@ -34,7 +34,7 @@ Bodies bodies(CpuIsa isa) {
 #if defined(__x86_64__)
   if (isa == CpuIsa::avx2)
     return {&avx2::rmsnorm_row, &avx2::silu_mul_span, &avx2::exp_scaled_span, &avx2::max_span};
-  if (isa == CpuIsa::avx512 || isa == CpuIsa::avx512_bf16)
+  if (has_avx512(isa))
     return {&avx512::rmsnorm_row, &avx512::silu_mul_span, &avx512::exp_scaled_span, &avx512::max_span};
 #endif
   (void)isa;

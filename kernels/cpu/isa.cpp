@@ -4,6 +4,8 @@
 
 #if defined(__x86_64__)
 #include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #endif
 
 namespace mstar::kernels {
@@ -16,6 +18,18 @@ namespace {
 bool has_f16c() {
   unsigned a = 0, b = 0, c = 0, d = 0;
   return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) != 0;
+}
+
+// AMX-TILE and AMX-BF16 from CPUID leaf 7 (EDX bits 24 and 22), and the
+// kernel's leave to use the tile data: Linux hands each process the 8 KiB of
+// tile state only on request (arch_prctl ARCH_REQ_XCOMP_PERM), and the first
+// tile instruction of a process that did not ask dies with SIGILL. Granted
+// per process, so asking once covers every thread of the pool.
+bool has_amx_bf16() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || (d & (1u << 24)) == 0 || (d & (1u << 22)) == 0) return false;
+  constexpr long kReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;  // arch/x86/include/uapi/asm/prctl.h
+  return syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureXtiledata) == 0;
 }
 
 }  // namespace
@@ -35,6 +49,7 @@ bool detect(CpuIsa isa) {
     case CpuIsa::avx2: return avx2;
     case CpuIsa::avx512: return avx512;
     case CpuIsa::avx512_bf16: return avx512 && __builtin_cpu_supports("avx512bf16");
+    case CpuIsa::amx_bf16: return avx512 && __builtin_cpu_supports("avx512bf16") && has_amx_bf16();
   }
   return false;
 #else
@@ -49,13 +64,13 @@ bool detect(CpuIsa isa) {
 // one-thread Qwen2.5-0.5B decode step (perf, this project's 2-core VM).
 bool cpu_supports(CpuIsa isa) {
   static const bool supported[] = {detect(CpuIsa::generic), detect(CpuIsa::avx2), detect(CpuIsa::avx512),
-                                   detect(CpuIsa::avx512_bf16)};
+                                   detect(CpuIsa::avx512_bf16), detect(CpuIsa::amx_bf16)};
   return supported[static_cast<unsigned>(isa)];
 }
 
 CpuIsa best_cpu_isa() {
   static const CpuIsa best = [] {
-    for (CpuIsa isa : {CpuIsa::avx512_bf16, CpuIsa::avx512, CpuIsa::avx2})
+    for (CpuIsa isa : {CpuIsa::amx_bf16, CpuIsa::avx512_bf16, CpuIsa::avx512, CpuIsa::avx2})
       if (cpu_supports(isa)) return isa;
     return CpuIsa::generic;
   }();
@@ -68,6 +83,7 @@ const char* cpu_isa_name(CpuIsa isa) {
     case CpuIsa::avx2: return "avx2";
     case CpuIsa::avx512: return "avx512";
     case CpuIsa::avx512_bf16: return "avx512_bf16";
+    case CpuIsa::amx_bf16: return "amx_bf16";
   }
   return "?";
 }

@@ -23,7 +23,7 @@ struct Bodies {
 Bodies bodies(CpuIsa isa) {
 #if defined(__x86_64__)
   if (isa == CpuIsa::avx2) return {&avx2::matmul_panel, &avx2::matmul_packed_cols, &avx2::matmul_packed};
-  if (isa == CpuIsa::avx512 || isa == CpuIsa::avx512_bf16)
+  if (has_avx512(isa))
     return {&avx512::matmul_panel, &avx512::matmul_packed_cols, &avx512::matmul_packed};
 #endif
   (void)isa;
@@ -31,20 +31,22 @@ Bodies bodies(CpuIsa isa) {
 }
 
 #if defined(__x86_64__)
-// x rounded to bf16, [rows, stride] with stride = in rounded up to even and
-// the pad zero (what the avx512_bf16 bodies read), kept between calls, from
-// a 64-byte boundary (from malloc's 16-byte one, every 64-byte load of a row
-// straddled two cache lines: docs/PERFORMANCE.md, "bf16 activations"). In
-// the caller's thread up to the panels' rows: a decode step's few rows
-// round in microseconds, less than handing them to the pool.
-const uint16_t* rounded_bf16(const MatmulParams& p, int64_t stride) {
-  MSTAR_ASSERT(stride == (p.in + 1) / 2 * 2, "rounded_bf16: rows padded to an even length, by at most one");
+// x rounded to bf16, [rows, stride] with stride >= in, the pad zero, and
+// rows >= p.rows, the extra rows zero (what the avx512_bf16 and amx_bf16
+// bodies read), kept between calls, from a 64-byte boundary (from malloc's
+// 16-byte one, every 64-byte load of a row straddled two cache lines:
+// docs/PERFORMANCE.md, "bf16 activations"). In the caller's thread up to the
+// panels' rows: a decode step's few rows round in microseconds, less than
+// handing them to the pool.
+const uint16_t* rounded_bf16(const MatmulParams& p, int64_t stride, int64_t rows) {
+  MSTAR_ASSERT(stride >= p.in && rows >= p.rows, "rounded_bf16: padding only adds");
   thread_local std::vector<uint16_t> xb;  // 32 spare elements: room to start at a 64-byte boundary
-  xb.resize(static_cast<size_t>(p.rows * stride) + 32);
+  xb.resize(static_cast<size_t>(rows * stride) + 32);
   uint16_t* out = xb.data() + ((64 - reinterpret_cast<uintptr_t>(xb.data()) % 64) % 64) / 2;
+  std::fill(out + p.rows * stride, out + rows * stride, uint16_t{0});
   auto row = [&](int64_t r, int) {
     avx512_bf16::round_to_bf16(p.x + r * p.x_stride, p.in, out + r * stride);
-    if (stride > p.in) out[r * stride + p.in] = 0;
+    std::fill(out + r * stride + p.in, out + (r + 1) * stride, uint16_t{0});
   };
   if (p.rows <= kPanelMaxRows)
     for (int64_t r = 0; r < p.rows; ++r) row(r, 0);
@@ -66,10 +68,23 @@ const float* rounded_f32(const MatmulParams& p) {
   return out;
 }
 
+// The amx_bf16 body over x rounded: rows and k padded to whole tiles.
+void matmul_bf16_tiles(const MatmulParams& p) {
+  const int64_t K = amx_bf16::kTileK, xs = (p.in + K - 1) / K * K;
+  const uint16_t* xb = rounded_bf16(p, xs, (p.rows + 15) / 16 * 16);
+  const int64_t cols = amx_bf16::matmul_tile_cols();
+  parallel_for(p.threads, (p.out + cols - 1) / cols, [&](int64_t t, int) {
+    thread_local std::vector<uint32_t> packed;  // [xs / 2, cols] pairs, kept between calls
+    packed.resize(static_cast<size_t>(xs / 2 * cols));
+    const int64_t o0 = t * cols;
+    amx_bf16::matmul_tiles(p, xb, xs, o0, std::min(cols, p.out - o0), packed.data());
+  });
+}
+
 // The avx512_bf16 bodies over x rounded.
 void matmul_bf16_pairs(const MatmulParams& p, MatmulPath path) {
   const int64_t xs = (p.in + 1) / 2 * 2;
-  const uint16_t* xb = rounded_bf16(p, xs);
+  const uint16_t* xb = rounded_bf16(p, xs, p.rows);
   if (path == MatmulPath::packed) {
     const int64_t cols = avx512_bf16::matmul_packed_cols();
     parallel_for(p.threads, (p.out + cols - 1) / cols, [&](int64_t t, int) {
@@ -92,7 +107,7 @@ void matmul_bf16_pairs(const MatmulParams& p, MatmulPath path) {
 
 void matmul_cpu(const MatmulParams& p) {
   const CpuIsa isa = best_cpu_isa();
-  matmul_cpu_path(p, isa, matmul_path(p.rows, isa));
+  matmul_cpu_path(p, isa, matmul_path(p, isa));
 }
 
 void matmul_cpu_path(const MatmulParams& p, CpuIsa isa, MatmulPath path) {
@@ -100,9 +115,13 @@ void matmul_cpu_path(const MatmulParams& p, CpuIsa isa, MatmulPath path) {
   MSTAR_ASSERT(p.w_dtype == DType::f32 || p.w_dtype == DType::f16 || p.w_dtype == DType::bf16,
                "matmul_cpu_path: weights are f32, f16 or bf16");
   MSTAR_ASSERT(p.x_dtype == DType::f32 || p.x_dtype == DType::bf16, "matmul_cpu_path: activations are f32 or bf16");
+  // Tiles are AMX on bf16 x bf16; asked of anything else, the packed path.
+  const bool amx = isa == CpuIsa::amx_bf16 && p.x_dtype == DType::bf16 && p.w_dtype == DType::bf16;
+  if (path == MatmulPath::tiles && !amx) path = MatmulPath::packed;
   if (p.x_dtype == DType::bf16) {
 #if defined(__x86_64__)
-    if (isa == CpuIsa::avx512_bf16 && p.w_dtype == DType::bf16) return matmul_bf16_pairs(p, path);
+    if (path == MatmulPath::tiles) return matmul_bf16_tiles(p);
+    if (has_bf16_pairs(isa) && p.w_dtype == DType::bf16) return matmul_bf16_pairs(p, path);
 #endif
     MatmulParams q = p;
     q.x = rounded_f32(p);

@@ -14,7 +14,11 @@
 //   are active;
 // - packed, for many rows (prefill: voice prompts, chunks): a panel's weights
 //   are widened once into a k-major f32 block and every row is multiplied
-//   against it in register tiles, compute bound rather than load bound.
+//   against it in register tiles, compute bound rather than load bound;
+// - tiles, the packed path on AMX (amx_bf16) for bf16 weights and
+//   activations rounded to bf16: the block is packed as for vdpbf16ps and
+//   multiplied in AMX tiles (tdpbf16ps: 16 x 16 x 32 multiply-adds an
+//   instruction). Asked of anything else, the tiles path is the packed one.
 #include <cstdint>
 
 #include "cpu/isa.h"
@@ -22,7 +26,7 @@
 
 namespace mstar::kernels {
 
-enum class MatmulPath : unsigned char { panels, packed };
+enum class MatmulPath : unsigned char { panels, packed, tiles };
 
 // Rows at or under this take the panels, above it the packed path; measured
 // with `mstar-bench matmul` (docs/PERFORMANCE.md, "Matrix products"): at 64
@@ -33,8 +37,18 @@ constexpr int64_t kPanelMaxRows = 64;
 // took 0.78-0.96 of the panels' time at 48 and 56 rows, 0.83-1.00 at 64,
 // 0.87-1.02 at 40 and 0.92-1.17 at 32.
 constexpr int64_t kPanelMaxRowsAvx2 = 40;
-inline MatmulPath matmul_path(int64_t rows, CpuIsa isa) {
-  return rows <= (isa == CpuIsa::avx2 ? kPanelMaxRowsAvx2 : kPanelMaxRows) ? MatmulPath::panels : MatmulPath::packed;
+// On amx_bf16, bf16 x bf16 products take the tiles from this many rows: they
+// pack the weights every call, a fixed cost that the panels' single read
+// beats only under it. Measured with `mstar-bench matmul` (896 -> 4864, 2
+// threads; docs/PERFORMANCE.md, "Sixteenth session"): at 8 rows the tiles
+// took 315 µs hot and 497 cold against the panels' 363 and 539, at 4 rows
+// 326 and 564 against 184 and 389.
+constexpr int64_t kTilesMinRows = 8;
+inline MatmulPath matmul_path(const MatmulParams& p, CpuIsa isa) {
+  if (isa == CpuIsa::amx_bf16 && p.x_dtype == DType::bf16 && p.w_dtype == DType::bf16 && p.rows >= kTilesMinRows)
+    return MatmulPath::tiles;
+  return p.rows <= (isa == CpuIsa::avx2 ? kPanelMaxRowsAvx2 : kPanelMaxRows) ? MatmulPath::panels
+                                                                               : MatmulPath::packed;
 }
 
 // Output columns per panel, one task of the pool (the bf16 pair bodies take
@@ -49,7 +63,7 @@ inline MatmulPath matmul_path(int64_t rows, CpuIsa isa) {
 constexpr int64_t kPanelCols = 64;
 
 // The product with a named instruction set and path (the backend passes
-// best_cpu_isa() and matmul_path(rows, isa); tests and the benchmark name each).
+// best_cpu_isa() and matmul_path(p, isa); tests and the benchmark name each).
 void matmul_cpu_path(const MatmulParams& p, CpuIsa isa, MatmulPath path);
 
 // Per ISA:
@@ -86,6 +100,23 @@ void matmul_panel(const MatmulParams& p, const uint16_t* xb, int64_t xb_stride, 
 int64_t matmul_packed_cols();
 void matmul_packed(const MatmulParams& p, const uint16_t* xb, int64_t xb_stride, int64_t o0, int64_t n,
                    uint32_t* packed);
+// The n (<= matmul_packed_cols()) weight rows from o0 as k-pair-major
+// blocks: packed[kp * cols + c] holds row o0 + c's elements 2kp (low half)
+// and 2kp + 1, for kp < pairs (>= (in + 1) / 2); zeros past the matrix.
+void pack(const MatmulParams& p, int64_t o0, int64_t n, int64_t pairs, uint32_t* packed);
 }  // namespace avx512_bf16
+
+// AMX-BF16, bf16 weights, activations rounded to bf16, as avx512_bf16's
+// packed path but with `xb` padded further: xb_stride a multiple of
+// kTileK (whole 64-byte tile rows, zero past `in`) and rows up to a
+// multiple of 16 (zero past p.rows). Scratch: [xb_stride / 2,
+// matmul_tile_cols()] pairs. Every call configures the calling thread's
+// tiles and releases them.
+namespace amx_bf16 {
+constexpr int64_t kTileK = 32;  // bf16 elements of k per tile row (64 bytes)
+int64_t matmul_tile_cols();
+void matmul_tiles(const MatmulParams& p, const uint16_t* xb, int64_t xb_stride, int64_t o0, int64_t n,
+                  uint32_t* packed);
+}  // namespace amx_bf16
 
 }  // namespace mstar::kernels

@@ -13,6 +13,7 @@
 #include <algorithm>
 
 #include "core/dtype.h"
+#include "core/errors.h"
 #include "cpu/matmul_cpu.h"
 
 #if defined(__x86_64__)
@@ -169,13 +170,15 @@ inline void transpose16(const __m512i r[16], __m512i out[16]) {
   }
 }
 
-// The n (<= kPackedWidth) weight rows from o0 as k-pair-major blocks:
-// packed[kp * 32 + c] holds row o0 + c's elements 2kp and 2kp + 1 (one 32-bit
-// lane, as vdpbf16ps pairs them); past the matrix, zeros. A whole block is
-// transposed 16 rows x 16 pairs at a time: one pair at a time, packing took
-// a third of a 512-token prefill's product time (perf, Llama-3.2-1B shape).
-void pack(const MatmulParams& p, int64_t o0, int64_t n, uint32_t* packed) {
-  const int64_t K = p.in, pairs = (K + 1) / 2;
+}  // namespace
+
+// One pair a 32-bit lane, as vdpbf16ps (and tdpbf16ps) pairs them. A whole
+// block is transposed 16 rows x 16 pairs at a time: one pair at a time,
+// packing took a third of a 512-token prefill's product time (perf,
+// Llama-3.2-1B shape).
+void pack(const MatmulParams& p, int64_t o0, int64_t n, int64_t pairs, uint32_t* packed) {
+  MSTAR_ASSERT(n >= 1 && n <= kPackedWidth && pairs >= (p.in + 1) / 2, "pack: a block of the matrix's rows and pairs");
+  const int64_t K = p.in;
   const auto* w = static_cast<const uint16_t*>(p.w);
   int64_t kp = 0;
   if (n == kPackedWidth)
@@ -190,7 +193,7 @@ void pack(const MatmulParams& p, int64_t o0, int64_t n, uint32_t* packed) {
     uint32_t* dst = packed + kp * kPackedWidth;
     const int64_t k = 2 * kp;
     int64_t c = 0;
-    for (; c < n; ++c) {
+    for (; k < K && c < n; ++c) {
       const uint16_t* row = w + (o0 + c) * K;
       const uint32_t hi = k + 1 < K ? row[k + 1] : 0u;
       dst[c] = row[k] | (hi << 16);
@@ -198,6 +201,8 @@ void pack(const MatmulParams& p, int64_t o0, int64_t n, uint32_t* packed) {
     for (; c < kPackedWidth; ++c) dst[c] = 0;
   }
 }
+
+namespace {
 
 template <int R>
 void packed_tile(const MatmulParams& p, const uint16_t* xb, int64_t xs, const uint32_t* packed, int64_t o0,
@@ -270,7 +275,7 @@ int64_t matmul_packed_cols() { return kPackedWidth; }
 
 void matmul_packed(const MatmulParams& p, const uint16_t* xb, int64_t xb_stride, int64_t o0, int64_t n,
                    uint32_t* packed) {
-  pack(p, o0, n, packed);
+  pack(p, o0, n, (p.in + 1) / 2, packed);
   int64_t r = 0;
   for (; r + kPackedRows <= p.rows; r += kPackedRows) packed_tile<kPackedRows>(p, xb, xb_stride, packed, o0, n, r);
   for (; r + 4 <= p.rows; r += 4) packed_tile<4>(p, xb, xb_stride, packed, o0, n, r);

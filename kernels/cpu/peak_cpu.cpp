@@ -57,13 +57,17 @@ PeakRun cpu_peak_loop(CpuIsa isa, PeakOp op, int64_t rounds) {
   MSTAR_ASSERT(rounds >= 0, "cpu_peak_loop: a count of rounds");
 #if defined(__x86_64__)
   if (op == PeakOp::bf16_dot) {
-    MSTAR_ASSERT(isa == CpuIsa::avx512_bf16, "cpu_peak_loop: vdpbf16ps is an avx512_bf16 instruction");
+    MSTAR_ASSERT(has_bf16_pairs(isa), "cpu_peak_loop: vdpbf16ps is an avx512_bf16 instruction");
     return bf16_dot_peak_loop(rounds);
   }
+  if (op == PeakOp::tiles) {
+    MSTAR_ASSERT(isa == CpuIsa::amx_bf16, "cpu_peak_loop: tdpbf16ps is an amx_bf16 instruction");
+    return amx_bf16::tile_peak_loop(rounds);
+  }
   if (isa == CpuIsa::avx2) return avx2::fma_peak_loop(rounds);
-  if (isa == CpuIsa::avx512 || isa == CpuIsa::avx512_bf16) return avx512::fma_peak_loop(rounds);
+  if (has_avx512(isa)) return avx512::fma_peak_loop(rounds);
 #endif
-  MSTAR_ASSERT(op == PeakOp::fma, "cpu_peak_loop: vdpbf16ps is an avx512_bf16 instruction");
+  MSTAR_ASSERT(op == PeakOp::fma, "cpu_peak_loop: vdpbf16ps and tdpbf16ps are x86-64 instructions");
   return generic::fma_peak_loop(rounds);
 }
 

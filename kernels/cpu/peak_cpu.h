@@ -13,7 +13,8 @@ namespace mstar::kernels {
 
 enum class PeakOp : unsigned char {
   fma,      // f32 fused multiply-add, the bodies' arithmetic with f32 activations
-  bf16_dot  // vdpbf16ps, the avx512_bf16 product's (two multiply-adds per f32 lane)
+  bf16_dot,  // vdpbf16ps, the avx512_bf16 product's (two multiply-adds per f32 lane)
+  tiles      // tdpbf16ps, the amx_bf16 tiles' (16 x 16 sums, 32 multiply-adds each)
 };
 
 struct PeakRun {
@@ -22,7 +23,8 @@ struct PeakRun {
 };
 
 // `rounds` passes over the chains with the body for `isa`. Precondition:
-// cpu_supports(isa), and isa == avx512_bf16 for PeakOp::bf16_dot.
+// cpu_supports(isa), has_bf16_pairs(isa) for PeakOp::bf16_dot and isa ==
+// amx_bf16 for PeakOp::tiles.
 PeakRun cpu_peak_loop(CpuIsa isa, PeakOp op, int64_t rounds);
 
 // Per ISA: the f32 loop (ops_cpu_<isa>.cpp, peak_cpu_impl.inc).
@@ -37,5 +39,10 @@ namespace avx512 {
 MSTAR_PEAK_BODIES
 }
 #undef MSTAR_PEAK_BODIES
+// Four accumulator tiles, each tdpbf16ps waiting on the one before it on
+// the same tile (matmul_cpu_amx.cpp).
+namespace amx_bf16 {
+PeakRun tile_peak_loop(int64_t rounds);
+}
 
 }  // namespace mstar::kernels

@@ -57,9 +57,20 @@ ComputePeak measure_compute_peak(int threads, int repeats) {
   c.isa = kernels::cpu_isa_name(isa);
   c.threads = threads;
   std::tie(c.fma_gflops, c.fma_median_gflops) = peak(isa, kernels::PeakOp::fma, threads, repeats);
-  if (isa == kernels::CpuIsa::avx512_bf16)
+  if (kernels::has_bf16_pairs(isa))
     std::tie(c.bf16_dot_gflops, c.bf16_dot_median_gflops) = peak(isa, kernels::PeakOp::bf16_dot, threads, repeats);
+  if (isa == kernels::CpuIsa::amx_bf16)
+    std::tie(c.tiles_gflops, c.tiles_median_gflops) = peak(isa, kernels::PeakOp::tiles, threads, repeats);
   return c;
+}
+
+double peak_gflops(const ComputePeak& c, kernels::PeakOp op) {
+  switch (op) {
+    case kernels::PeakOp::fma: return c.fma_gflops;
+    case kernels::PeakOp::bf16_dot: return c.bf16_dot_gflops;
+    case kernels::PeakOp::tiles: return c.tiles_gflops;
+  }
+  return 0;
 }
 
 }  // namespace mstar::bench

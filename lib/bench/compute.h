@@ -6,17 +6,24 @@
 // busy is measured, not taken from a data sheet.
 #include <string>
 
+#include "cpu/peak_cpu.h"
+
 namespace mstar::bench {
 
 struct ComputePeak {
   double fma_gflops = 0, fma_median_gflops = 0;  // f32 FMA, the best body's
   // vdpbf16ps, where the processor has AVX512_BF16; else 0.
   double bf16_dot_gflops = 0, bf16_dot_median_gflops = 0;
+  // tdpbf16ps, where the processor has AMX-BF16 (amx_bf16); else 0.
+  double tiles_gflops = 0, tiles_median_gflops = 0;
   std::string isa;  // the body measured
   int threads = 0;
 };
 
 // Each repeat runs about 50 ms.
 ComputePeak measure_compute_peak(int threads, int repeats);
+
+// The best GFLOP/s of `op` (0 where the processor lacks it).
+double peak_gflops(const ComputePeak& c, kernels::PeakOp op);
 
 }  // namespace mstar::bench

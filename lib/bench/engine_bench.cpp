@@ -91,7 +91,7 @@ DType matrix_dtype(const ResolvedDeployment& d) {
 // on AVX512_BF16 over bf16 weights.
 bool vdpbf16ps_products(const ResolvedDeployment& d, const CheckpointOptions& o) {
   return o.backend == Backend::cpu && o.activations == DType::bf16 &&
-         kernels::best_cpu_isa() == kernels::CpuIsa::avx512_bf16 && matrix_dtype(d) == DType::bf16;
+         kernels::has_bf16_pairs(kernels::best_cpu_isa()) && matrix_dtype(d) == DType::bf16;
 }
 
 size_t column(const Table& t, const std::string& name) {

@@ -19,7 +19,7 @@ namespace mstar::bench {
 const std::vector<std::string>& matmul_methods() {
   static const std::vector<std::string> all{"mstar",           "panels",          "packed",
                                             "mstar-bf16-act",  "panels-bf16-act", "packed-bf16-act",
-                                            "openblas-sgemm-f32"};
+                                            "tiles-bf16-act",  "openblas-sgemm-f32"};
   return all;
 }
 
@@ -125,12 +125,19 @@ std::vector<MatmulResult> bench_matmul(const MatmulShape& s, bool cold, int repe
                         static_cast<int>(s.in), 0.0f, y, static_cast<int>(s.out));
           else if (m.starts_with("mstar")) kernels::matmul_cpu(q);
           else if (m.starts_with("panels")) kernels::matmul_cpu_path(q, isa, kernels::MatmulPath::panels);
+          else if (m.starts_with("tiles")) kernels::matmul_cpu_path(q, isa, kernels::MatmulPath::tiles);
           else kernels::matmul_cpu_path(q, isa, kernels::MatmulPath::packed);
         },
         repeats);
     if (blas) openblas_set_num_threads(1);
-    MatmulResult r{m, s, cold, us[us.size() / 2], us.front(), 0, 0, false};
-    r.bf16_dot = !blas && x_dtype == DType::bf16 && s.dtype == DType::bf16 && isa == kernels::CpuIsa::avx512_bf16;
+    MatmulResult r{m, s, cold, us[us.size() / 2], us.front(), 0, 0};
+    const bool pairs = !blas && x_dtype == DType::bf16 && s.dtype == DType::bf16 && kernels::has_bf16_pairs(isa);
+    // The path each method took (matmul_cpu.h): "mstar" chooses by rows.
+    kernels::MatmulParams q = p;
+    q.x_dtype = x_dtype;
+    const bool tiles =
+        m.starts_with("tiles") || (m.starts_with("mstar") && kernels::matmul_path(q, isa) == kernels::MatmulPath::tiles);
+    if (pairs) r.peak_op = tiles && isa == kernels::CpuIsa::amx_bf16 ? kernels::PeakOp::tiles : kernels::PeakOp::bf16_dot;
     r.weight_gbs = static_cast<double>(wbytes) / (r.median_us * 1e-6) / 1e9;
     r.gflops = 2.0 * static_cast<double>(s.rows * s.in * s.out) / (r.median_us * 1e-6) / 1e9;
     out.push_back(r);

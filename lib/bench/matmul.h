@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "cpu/peak_cpu.h"
 
 namespace mstar::bench {
 
@@ -23,17 +24,19 @@ struct MatmulShape {
 };
 
 struct MatmulResult {
-  // mstar | panels | packed | openblas-sgemm-f32, and the first three with
-  // activations rounded to bf16 (MatmulParams::x_dtype): mstar-bf16-act ...
+  // mstar | panels | packed | openblas-sgemm-f32, the first three with
+  // activations rounded to bf16 (MatmulParams::x_dtype): mstar-bf16-act ...,
+  // and tiles-bf16-act (AMX; elsewhere the packed path again)
   std::string method;
   MatmulShape shape;
   bool cold = false;
   double median_us = 0, min_us = 0;
   double weight_gbs = 0;  // weight bytes / median
   double gflops = 0;      // 2 * rows * in * out / median
-  // Multiplied with vdpbf16ps (bf16 weights and activations on AVX512_BF16),
-  // so set beside that instruction's peak, not the FMA's.
-  bool bf16_dot = false;
+  // The instruction whose peak its GFLOP/s is set beside: vdpbf16ps for bf16
+  // weights and activations on AVX512_BF16, tdpbf16ps where those took AMX
+  // tiles, else the FMA.
+  kernels::PeakOp peak_op = kernels::PeakOp::fma;
 };
 
 // Every method bench_matmul knows, in the order it times them.

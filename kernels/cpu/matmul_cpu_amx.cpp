@@ -1,0 +1,174 @@
+// The packed product on AMX (amx_bf16): bf16 weights, activations rounded to
+// bf16. tdpbf16ps multiplies a tile of 16 rows x 32 bf16 of x by a tile of
+// 16 pairs x 16 columns of weights into 16 x 16 f32 sums, 8,192
+// multiply-adds an instruction against vdpbf16ps's 32. Each pair's products
+// are exact in f32 and summed in f32 (round to nearest even; bf16 denormals
+// read as zero, as vdpbf16ps reads them), so the result is the product of
+// the rounded activations within f32 summation error, the same contract as
+// the avx512_bf16 bodies (matmul_cpu_bf16.cpp).
+//
+// A task's 32 columns of weights are packed once (avx512_bf16::pack: one
+// pair a 32-bit lane, 32 lanes a pair row, which is already the layout a
+// tile of 16 columns reads at a row stride of 128 bytes), then every 32 rows
+// of x take four accumulator tiles: 2 x tiles and 2 weight tiles per 32
+// elements of k feed 4 tdpbf16ps.
+#include <algorithm>
+#include <iterator>
+
+#include "core/errors.h"
+#include "cpu/matmul_cpu.h"
+#include "cpu/peak_cpu.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,amx-tile,amx-bf16")
+#if defined(__clang__)
+#pragma clang attribute push(                                                                                    \
+    __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,amx-tile,amx-bf16"))), \
+    apply_to = function)
+#endif
+
+namespace mstar::kernels::amx_bf16 {
+
+namespace {
+
+constexpr int64_t kCols = 32;  // a task's columns: two weight tiles of 16
+constexpr int kTileRows = 16;  // rows of every tile (x rows, weight pairs, sums)
+
+// The tile configuration ldtilecfg reads (palette 1): 64 bytes.
+struct TileConfig {
+  uint8_t palette = 1;
+  uint8_t start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {};  // bytes per row of each tile
+  uint8_t rows[16] = {};
+};
+static_assert(sizeof(TileConfig) == 64);
+
+// Tiles 0-3: sums, rows (0-15 | 16-31) x columns (0-15 | 16-31) as 2r + c;
+// 4-5: x, rows 0-15 and 16-31; 6-7: weights, columns 0-15 and 16-31. Every
+// tile is 16 rows of 64 bytes: k comes in whole steps of kTileK (xb and the
+// packed block are zero to there), so no tile is ever partial.
+void configure() {
+  TileConfig c;
+  for (int t = 0; t < 8; ++t) {
+    c.colsb[t] = 64;
+    c.rows[t] = kTileRows;
+  }
+  _tile_loadconfig(&c);
+}
+
+// y[r0 + i, o0 + c] for the valid rows (i < rows) and columns (c < n) from
+// the sums s[i][c] ([rows, 32] floats, 64-byte aligned), with the bias and
+// y's old value as store_row in matmul_cpu_bf16.cpp adds them.
+void store(const MatmulParams& p, const float* s, int64_t r0, int64_t rows, int64_t o0, int64_t n) {
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t h = 0; h < kCols && h < n; h += 16) {
+      const int64_t left = n - h;
+      const __mmask16 m = left >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << left) - 1);
+      __m512 v = _mm512_load_ps(s + i * kCols + h);
+      if (p.bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, p.bias + o0 + h));
+      float* y = p.y + (r0 + i) * p.y_stride + o0 + h;
+      if (p.accumulate) v = _mm512_add_ps(_mm512_maskz_loadu_ps(m, y), v);
+      _mm512_mask_storeu_ps(y, m, v);
+    }
+}
+
+}  // namespace
+
+int64_t matmul_tile_cols() { return kCols; }
+
+void matmul_tiles(const MatmulParams& p, const uint16_t* xb, int64_t xb_stride, int64_t o0, int64_t n,
+                  uint32_t* packed) {
+  MSTAR_ASSERT(xb_stride % kTileK == 0 && xb_stride >= p.in, "matmul_tiles: x padded to whole tile rows");
+  MSTAR_ASSERT(n >= 1 && n <= kCols, "matmul_tiles: a task's columns");
+  const int64_t K = xb_stride, xs_bytes = xb_stride * 2;
+  avx512_bf16::pack(p, o0, n, K / 2, packed);
+  configure();
+  alignas(64) float sums[2 * kTileRows * kCols];  // [32 rows, 32 columns]
+  const int64_t padded_rows = (p.rows + kTileRows - 1) / kTileRows * kTileRows;
+  int64_t r = 0;
+  for (; r + 2 * kTileRows <= padded_rows; r += 2 * kTileRows) {
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    const uint16_t* x = xb + r * xb_stride;
+    for (int64_t k = 0; k < K; k += kTileK) {
+      _tile_loadd(4, x + k, xs_bytes);
+      _tile_loadd(5, x + kTileRows * xb_stride + k, xs_bytes);
+      _tile_loadd(6, packed + k / 2 * kCols, kCols * 4);
+      _tile_loadd(7, packed + k / 2 * kCols + 16, kCols * 4);
+      _tile_dpbf16ps(0, 4, 6);
+      _tile_dpbf16ps(1, 4, 7);
+      _tile_dpbf16ps(2, 5, 6);
+      _tile_dpbf16ps(3, 5, 7);
+    }
+    _tile_stored(0, sums, kCols * 4);
+    _tile_stored(1, sums + 16, kCols * 4);
+    _tile_stored(2, sums + kTileRows * kCols, kCols * 4);
+    _tile_stored(3, sums + kTileRows * kCols + 16, kCols * 4);
+    store(p, sums, r, std::min<int64_t>(2 * kTileRows, p.rows - r), o0, n);
+  }
+  if (r < padded_rows) {  // the last 16 rows: two sums
+    _tile_zero(0);
+    _tile_zero(1);
+    const uint16_t* x = xb + r * xb_stride;
+    for (int64_t k = 0; k < K; k += kTileK) {
+      _tile_loadd(4, x + k, xs_bytes);
+      _tile_loadd(6, packed + k / 2 * kCols, kCols * 4);
+      _tile_loadd(7, packed + k / 2 * kCols + 16, kCols * 4);
+      _tile_dpbf16ps(0, 4, 6);
+      _tile_dpbf16ps(1, 4, 7);
+    }
+    _tile_stored(0, sums, kCols * 4);
+    _tile_stored(1, sums + 16, kCols * 4);
+    store(p, sums, r, p.rows - r, o0, n);
+  }
+  _tile_release();
+}
+
+// The x tiles hold bf16 1/64, the weight tiles 1/2: each tdpbf16ps adds 32
+// products of 1/128 to every sum, 1/4, exactly while a sum stays under 2^16
+// (262,144 rounds; the test runs 100). Four chains: tdpbf16ps issues one a
+// 16 cycles, and four of them cover its latency (Intel's optimization
+// manual gives 52 cycles on Sapphire Rapids).
+PeakRun tile_peak_loop(int64_t rounds) {
+  alignas(64) uint16_t x[kTileRows * 32], w[kTileRows * 32];
+  std::fill(std::begin(x), std::end(x), uint16_t{0x3c80});  // bf16 1/64
+  std::fill(std::begin(w), std::end(w), uint16_t{0x3f00});  // bf16 1/2
+  configure();
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  _tile_loadd(4, x, 64);
+  _tile_loadd(5, x, 64);
+  _tile_loadd(6, w, 64);
+  _tile_loadd(7, w, 64);
+  for (int64_t r = 0; r < rounds; ++r) {
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    _tile_dpbf16ps(2, 5, 6);
+    _tile_dpbf16ps(3, 5, 7);
+  }
+  alignas(64) float sums[4][kTileRows * 16];
+  _tile_stored(0, sums[0], 64);
+  _tile_stored(1, sums[1], 64);
+  _tile_stored(2, sums[2], 64);
+  _tile_stored(3, sums[3], 64);
+  _tile_release();
+  float sum = 0.0f;
+  for (const auto& t : sums)
+    for (float v : t) sum += v;
+  return {4.0 * 2 * kTileRows * 16 * 32 * static_cast<double>(rounds), sum};
+}
+
+}  // namespace mstar::kernels::amx_bf16
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#endif
+#pragma GCC pop_options
+#endif  // off x86-64 nothing here: the dispatcher never names these bodies there
