@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <optional>
 
 #include <fmt/format.h>
@@ -15,6 +16,7 @@
 #include "bench/step_flops.h"
 #include "core/errors.h"
 #include "cpu/isa.h"
+#include "cpu/matmul_cpu.h"
 #include "engine/engine.h"
 #include "engine/run.h"
 #include "models/safetensors.h"
@@ -87,11 +89,18 @@ DType matrix_dtype(const ResolvedDeployment& d) {
   throw InputError(fmt::format("{}: no model.layers.0.mlp.up_proj.weight", d.model.checkpoint.string()));
 }
 
-// Whether the trunk's products take the vdpbf16ps bodies: bf16 activations
-// on AVX512_BF16 over bf16 weights.
-bool vdpbf16ps_products(const ResolvedDeployment& d, const CheckpointOptions& o) {
-  return o.backend == Backend::cpu && o.activations == DType::bf16 &&
-         kernels::has_bf16_pairs(kernels::best_cpu_isa()) && matrix_dtype(d) == DType::bf16;
+// The instruction the trunk's products take at `rows` rows (one per stream):
+// tdpbf16ps where they take AMX tiles, vdpbf16ps for bf16 activations on
+// AVX512_BF16 over bf16 weights, else the f32 FMA.
+kernels::PeakOp product_op(const ResolvedDeployment& d, const CheckpointOptions& o, int64_t rows) {
+  const kernels::CpuIsa isa = kernels::best_cpu_isa();
+  kernels::MatmulParams p;
+  p.rows = rows;
+  p.x_dtype = o.activations;
+  p.w_dtype = matrix_dtype(d);
+  if (kernels::matmul_path(p, isa) == kernels::MatmulPath::tiles) return kernels::PeakOp::tiles;
+  const bool pairs = o.activations == DType::bf16 && kernels::has_bf16_pairs(isa) && p.w_dtype == DType::bf16;
+  return pairs ? kernels::PeakOp::bf16_dot : kernels::PeakOp::fma;
 }
 
 size_t column(const Table& t, const std::string& name) {
@@ -102,7 +111,9 @@ size_t column(const Table& t, const std::string& name) {
 
 // The sweep's rows with their products' arithmetic: `flops` a stream per
 // step, over the median step, and that beside `peak` (GFLOP/s) when given.
-void add_product_columns(Table& t, double flops, std::optional<double> peak) {
+// `peak`: the peak GFLOP/s of the instruction the products take at a count
+// of streams (none on the cuda backend).
+void add_product_columns(Table& t, double flops, const std::function<double(int64_t)>& peak) {
   const size_t streams = column(t, "streams"), step = column(t, "step_p50_ms");
   for (const char* c : {"product_gflop", "product_gflops"}) t.columns.emplace_back(c);
   if (peak) t.columns.insert(t.columns.end(), {"peak_gflops", "of_peak"});
@@ -111,7 +122,10 @@ void add_product_columns(Table& t, double flops, std::optional<double> peak) {
     const double step_ms = row[step].get<double>();
     const double gflops = step_ms > 0 ? gflop / (step_ms / 1e3) : 0.0;
     row.insert(row.end(), {gflop, gflops});
-    if (peak) row.insert(row.end(), {*peak, *peak > 0 ? gflops / *peak : 0.0});
+    if (peak) {
+      const double g = peak(row[streams].get<int64_t>());
+      row.insert(row.end(), {g, g > 0 ? gflops / g : 0.0});
+    }
   }
 }
 }  // namespace
@@ -268,10 +282,10 @@ CheckpointBench bench_checkpoint(const std::filesystem::path& folder, const Chec
   }
   if (sweep) {
     // The machine's peak, once, before the sweep (not beside its engines).
-    std::optional<double> peak;
+    std::function<double(int64_t)> peak;
     if (o.backend == Backend::cpu) {
       const ComputePeak p = measure_compute_peak(o.threads, 5);
-      peak = vdpbf16ps_products(d, o) ? p.bf16_dot_gflops : p.fma_gflops;
+      peak = [p, &d, &o](int64_t streams) { return peak_gflops(p, product_op(d, o, streams)); };
     }
     out.sweep = bench_concurrency(*sweep, o.rounds);
     add_product_columns(out.sweep, decode_product_flops(d.model.arch->trunk(), d.model.arch->vocab_size()), peak);
