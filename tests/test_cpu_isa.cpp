@@ -132,6 +132,24 @@ TEST_CASE("cpu body agrees with the reference: bounded, reads over several chunk
       }
 }
 
+TEST_CASE("cpu body agrees with the reference: bounded, a prefill chunk of fresh entries over several chunks") {
+  // 150 fresh entries, 150 or 97 query tokens under the causal mask: in
+  // each 64-entry chunk of fresh entries the rows that see it whole take
+  // the vector body and the rows the mask cuts the portable fold (the first
+  // rows see none of the later chunks); and a full mask, where every row
+  // sees every chunk whole.
+  for (int32_t D : {64, 128, 54})
+    for (DType dt : {DType::f32, DType::f16})
+      for (int32_t group : {1, 3}) {
+        CAPTURE(D);
+        CAPTURE(to_string(dt));
+        CAPTURE(group);
+        check_bounded(Case{D, 2, group, 97, 54, 150, 150, dt, StepMask::causal});
+        check_bounded(Case{D, 2, group, 97, 54, 150, 97, dt, StepMask::causal});
+        check_bounded(Case{D, 2, group, 97, 54, 150, 7, dt, StepMask::full});
+      }
+}
+
 TEST_CASE("cpu body agrees with the reference: bounded, keys rotated on read") {
   for (int32_t D : {64, 54})
     for (DType dt : {DType::f32, DType::f16, DType::bf16}) {
