@@ -127,11 +127,14 @@ TEST_CASE("matmul: activations rounded to bf16 give the reference's product of t
   // amx_bf16's tiles take rows 32 at a time and a last 16 (97: three of 32
   // and one of 16 holding a single row; 48: one and one), columns 32 a task
   // (out 97: three whole tasks and one of a single column), and k in steps of
-  // 32 (in 97 ends three into its fourth); every other set packs them.
-  for (int64_t rows : {32, 48, 97})
-    for (bool accumulate : {false, true})
-      check_matmul({rows, 97, 97, DType::bf16, !accumulate, accumulate, 2, DType::bf16}, test::isa_under_test(),
-                   MatmulPath::tiles);
+  // 32: in 97 ends three into its fourth, so every task packs its weights;
+  // in 128 lets whole tasks read them as they are (the last one still
+  // packs). Every other set takes the packed path.
+  for (int64_t in : {97, 128})
+    for (int64_t rows : {32, 48, 97})
+      for (bool accumulate : {false, true})
+        check_matmul({rows, in, 97, DType::bf16, !accumulate, accumulate, 2, DType::bf16}, test::isa_under_test(),
+                     MatmulPath::tiles);
   // From 16 rows the pair panels take k in blocks of at most 1,024: the
   // later blocks add to what the first wrote, the bias and y's old value
   // count once, and the last block ends in a masked step.

@@ -68,11 +68,33 @@ const float* rounded_f32(const MatmulParams& p) {
   return out;
 }
 
-// The amx_bf16 body over x rounded: rows and k padded to whole tiles.
+// The amx_bf16 bodies over x rounded: rows and k padded to whole tiles.
 void matmul_bf16_tiles(const MatmulParams& p) {
   const int64_t K = amx_bf16::kTileK, xs = (p.in + K - 1) / K * K;
-  const uint16_t* xb = rounded_bf16(p, xs, (p.rows + 15) / 16 * 16);
+  const int64_t rows = (p.rows + 15) / 16 * 16;
+  const uint16_t* xb = rounded_bf16(p, xs, rows);
   const int64_t cols = amx_bf16::matmul_tile_cols();
+  if (p.in % K == 0) {
+    // x packed once, 32 rows a group, for the direct body's tasks; only a
+    // last task of under 32 columns takes the packing body.
+    const int64_t groups = (rows + cols - 1) / cols, pairs = p.in / 2;
+    thread_local std::vector<uint32_t> xv_buf;  // [groups, pairs, 32], kept between calls
+    xv_buf.resize(static_cast<size_t>(groups * pairs * cols));
+    uint32_t* xv = xv_buf.data();  // the pool's threads name their own xv_buf: they get this pointer
+    MatmulParams xp = p;            // x's rows as the "weights" pack reads
+    xp.w = xb, xp.out = rows;
+    parallel_for(p.threads, groups, [&](int64_t g, int) {
+      avx512_bf16::pack(xp, g * cols, std::min(cols, rows - g * cols), pairs, xv + g * pairs * cols);
+    });
+    const int64_t whole = p.out / cols;
+    parallel_for(p.threads, (p.out + cols - 1) / cols, [&](int64_t t, int) {
+      if (t < whole) return amx_bf16::matmul_tiles_direct(p, xv, t * cols);
+      thread_local std::vector<uint32_t> packed;  // [xs / 2, cols] pairs, kept between calls
+      packed.resize(static_cast<size_t>(xs / 2 * cols));
+      amx_bf16::matmul_tiles(p, xb, xs, t * cols, p.out - t * cols, packed.data());
+    });
+    return;
+  }
   parallel_for(p.threads, (p.out + cols - 1) / cols, [&](int64_t t, int) {
     thread_local std::vector<uint32_t> packed;  // [xs / 2, cols] pairs, kept between calls
     packed.resize(static_cast<size_t>(xs / 2 * cols));

@@ -117,6 +117,14 @@ constexpr int64_t kTileK = 32;  // bf16 elements of k per tile row (64 bytes)
 int64_t matmul_tile_cols();
 void matmul_tiles(const MatmulParams& p, const uint16_t* xb, int64_t xb_stride, int64_t o0, int64_t n,
                   uint32_t* packed);
+// Where `in` is a multiple of kTileK, the weights need no packing: tiles of
+// 16 weight rows load straight from them (64 bytes of each row, at its
+// stride), x is packed once for every task instead, and each tile of sums
+// comes out with columns and rows swapped (y^T = W x^T), turned round in
+// registers as it is stored. `xv`: x rounded, 32 rows a group (the last one
+// zero past p.rows), each group as avx512_bf16::pack lays out 32 weight
+// rows: [groups][in / 2][32] pairs. y[:, o0 .. o0 + 32), o0 + 32 <= out.
+void matmul_tiles_direct(const MatmulParams& p, const uint32_t* xv, int64_t o0);
 }  // namespace amx_bf16
 
 }  // namespace mstar::kernels

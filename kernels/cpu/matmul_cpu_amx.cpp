@@ -28,6 +28,11 @@
     __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,amx-tile,amx-bf16"))), \
     apply_to = function)
 #endif
+// GCC's own AVX-512 headers trip these in the transpose (as in matmul_cpu_bf16.cpp).
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include "cpu/transpose16.inc"
 
 namespace mstar::kernels::amx_bf16 {
 
@@ -75,9 +80,79 @@ void store(const MatmulParams& p, const float* s, int64_t r0, int64_t rows, int6
     }
 }
 
+// y[r0 + i, o0 + c] for i < rows (<= 16) and c < 16 from a tile of sums
+// held the other way round, s[c][i] ([16, 16] floats, 64-byte aligned).
+void store_transposed(const MatmulParams& p, const float* s, int64_t r0, int64_t rows, int64_t o0) {
+  __m512i in[16], out[16];
+  for (int c = 0; c < 16; ++c) in[c] = _mm512_load_si512(s + 16 * c);
+  avx512_transpose::transpose16(in, out);
+  const __m512 bias = p.bias ? _mm512_loadu_ps(p.bias + o0) : _mm512_setzero_ps();
+  for (int64_t i = 0; i < rows; ++i) {
+    float* y = p.y + (r0 + i) * p.y_stride + o0;
+    __m512 v = _mm512_add_ps(_mm512_castsi512_ps(out[i]), bias);
+    if (p.accumulate) v = _mm512_add_ps(_mm512_loadu_ps(y), v);
+    _mm512_storeu_ps(y, v);
+  }
+}
+
 }  // namespace
 
 int64_t matmul_tile_cols() { return kCols; }
+
+void matmul_tiles_direct(const MatmulParams& p, const uint32_t* xv, int64_t o0) {
+  MSTAR_ASSERT(p.in % kTileK == 0 && o0 + kCols <= p.out, "matmul_tiles_direct: whole tiles of weights");
+  const int64_t K = p.in, ws = K * 2;
+  const auto* w = static_cast<const uint16_t*>(p.w) + o0 * K;
+  const int64_t padded_rows = (p.rows + kTileRows - 1) / kTileRows * kTileRows;
+  configure();
+  alignas(64) float sums[4][kTileRows * 16];  // tile t: [16 columns, 16 rows]
+  for (int64_t r = 0; r < padded_rows; r += 2 * kTileRows) {
+    const uint32_t* x = xv + r / (2 * kTileRows) * (K / 2) * kCols;  // this group's pairs: [K / 2, 32 rows]
+    if (r + 2 * kTileRows <= padded_rows) {
+      _tile_zero(0);
+      _tile_zero(1);
+      _tile_zero(2);
+      _tile_zero(3);
+      for (int64_t k = 0; k < K; k += kTileK) {
+        _tile_loadd(4, w + k, ws);
+        _tile_loadd(5, w + kTileRows * K + k, ws);
+        _tile_loadd(6, x + k / 2 * kCols, kCols * 4);
+        _tile_loadd(7, x + k / 2 * kCols + 16, kCols * 4);
+        _tile_dpbf16ps(0, 4, 6);  // columns 0-15, rows 0-15
+        _tile_dpbf16ps(1, 4, 7);  // columns 0-15, rows 16-31
+        _tile_dpbf16ps(2, 5, 6);  // columns 16-31, rows 0-15
+        _tile_dpbf16ps(3, 5, 7);  // columns 16-31, rows 16-31
+      }
+      _tile_stored(0, sums[0], 64);
+      _tile_stored(1, sums[1], 64);
+      _tile_stored(2, sums[2], 64);
+      _tile_stored(3, sums[3], 64);
+      const int64_t top = std::min<int64_t>(kTileRows, p.rows - r);
+      const int64_t bottom = std::min<int64_t>(kTileRows, p.rows - r - kTileRows);
+      store_transposed(p, sums[0], r, top, o0);
+      store_transposed(p, sums[2], r, top, o0 + 16);
+      if (bottom > 0) {
+        store_transposed(p, sums[1], r + kTileRows, bottom, o0);
+        store_transposed(p, sums[3], r + kTileRows, bottom, o0 + 16);
+      }
+    } else {  // the last 16 rows
+      _tile_zero(0);
+      _tile_zero(2);
+      for (int64_t k = 0; k < K; k += kTileK) {
+        _tile_loadd(4, w + k, ws);
+        _tile_loadd(5, w + kTileRows * K + k, ws);
+        _tile_loadd(6, x + k / 2 * kCols, kCols * 4);
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_dpbf16ps(2, 5, 6);
+      }
+      _tile_stored(0, sums[0], 64);
+      _tile_stored(2, sums[2], 64);
+      store_transposed(p, sums[0], r, p.rows - r, o0);
+      store_transposed(p, sums[2], r, p.rows - r, o0 + 16);
+    }
+  }
+  _tile_release();
+}
 
 void matmul_tiles(const MatmulParams& p, const uint16_t* xb, int64_t xb_stride, int64_t o0, int64_t n,
                   uint32_t* packed) {

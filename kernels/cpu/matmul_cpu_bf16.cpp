@@ -27,6 +27,8 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
+#include "cpu/transpose16.inc"
+
 namespace mstar::kernels::avx512_bf16 {
 
 namespace {
@@ -142,33 +144,6 @@ void columns(const MatmulParams& p, const uint16_t* xb, int64_t xs, int64_t o, i
   for (; r < p.rows; ++r) tile<C, 1>(p, xb, xs, o, r, k0, k1);
 }
 
-// out[t] = column t of the 16 x 16 matrix of 32-bit lanes whose rows are r:
-// row i's lane t becomes out[t]'s lane i.
-inline void transpose16(const __m512i r[16], __m512i out[16]) {
-  __m512i a[16], b[16];
-  // Per 128-bit lane L (columns 4L .. 4L + 3): rows 2i, 2i + 1 interleaved.
-  for (int i = 0; i < 8; ++i) {
-    a[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
-    a[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
-  }
-  // b[4g + j], lane L: rows 4g .. 4g + 3 of column 4L + j.
-  for (int g = 0; g < 4; ++g) {
-    b[4 * g + 0] = _mm512_unpacklo_epi64(a[4 * g], a[4 * g + 2]);
-    b[4 * g + 1] = _mm512_unpackhi_epi64(a[4 * g], a[4 * g + 2]);
-    b[4 * g + 2] = _mm512_unpacklo_epi64(a[4 * g + 1], a[4 * g + 3]);
-    b[4 * g + 3] = _mm512_unpackhi_epi64(a[4 * g + 1], a[4 * g + 3]);
-  }
-  // The 4 x 4 transpose of 128-bit lanes: out[4L + j], lane g = b[4g + j], lane L.
-  for (int j = 0; j < 4; ++j) {
-    const __m512i c0 = _mm512_shuffle_i32x4(b[j], b[4 + j], 0x44), c1 = _mm512_shuffle_i32x4(b[j], b[4 + j], 0xEE);
-    const __m512i c2 = _mm512_shuffle_i32x4(b[8 + j], b[12 + j], 0x44),
-                  c3 = _mm512_shuffle_i32x4(b[8 + j], b[12 + j], 0xEE);
-    out[j] = _mm512_shuffle_i32x4(c0, c2, 0x88);
-    out[4 + j] = _mm512_shuffle_i32x4(c0, c2, 0xDD);
-    out[8 + j] = _mm512_shuffle_i32x4(c1, c3, 0x88);
-    out[12 + j] = _mm512_shuffle_i32x4(c1, c3, 0xDD);
-  }
-}
 
 }  // namespace
 
@@ -186,7 +161,7 @@ void pack(const MatmulParams& p, int64_t o0, int64_t n, int64_t pairs, uint32_t*
       for (int64_t half = 0; half < 2; ++half) {
         __m512i r[16], t[16];
         for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_si512(w + (o0 + 16 * half + i) * K + 2 * kp);
-        transpose16(r, t);
+        avx512_transpose::transpose16(r, t);
         for (int i = 0; i < 16; ++i) _mm512_storeu_si512(packed + (kp + i) * kPackedWidth + 16 * half, t[i]);
       }
   for (; kp < pairs; ++kp) {
