@@ -37,12 +37,13 @@ constexpr int64_t kPanelMaxRows = 64;
 // took 0.78-0.96 of the panels' time at 48 and 56 rows, 0.83-1.00 at 64,
 // 0.87-1.02 at 40 and 0.92-1.17 at 32.
 constexpr int64_t kPanelMaxRowsAvx2 = 40;
-// On amx_bf16, bf16 x bf16 products take the tiles from this many rows: they
-// pack the weights every call, a fixed cost that the panels' single read
-// beats only under it. Measured with `mstar-bench matmul` (896 -> 4864, 2
-// threads; docs/PERFORMANCE.md, "Sixteenth session"): at 8 rows the tiles
-// took 315 µs hot and 497 cold against the panels' 363 and 539, at 4 rows
-// 326 and 564 against 184 and 389.
+// On amx_bf16, bf16 x bf16 products take the tiles from this many rows.
+// Measured with `mstar-bench matmul` (2 threads, two rounds;
+// docs/bench/cpu/s16-tiles-direct.md): at 8 rows the tiles took 200 and
+// 217-225 µs hot (896 -> 4864, 4864 -> 896) against the panels' 353-362 and
+// 355-397, and 362-365 and 355-365 cold against 553-563 and 420-631; at 4
+// rows they tied hot at 896 -> 4864 (186-193 against 189-203) and lost at
+// 4864 -> 896 (207-220 against 188-197 hot, 347-354 against 300-306 cold).
 constexpr int64_t kTilesMinRows = 8;
 inline MatmulPath matmul_path(const MatmulParams& p, CpuIsa isa) {
   if (isa == CpuIsa::amx_bf16 && p.x_dtype == DType::bf16 && p.w_dtype == DType::bf16 && p.rows >= kTilesMinRows)
