@@ -42,8 +42,9 @@ constexpr int64_t kPanelMaxRowsAvx2 = 40;
 // docs/bench/cpu/s16-tiles-direct.md): at 8 rows the tiles took 200 and
 // 217-225 µs hot (896 -> 4864, 4864 -> 896) against the panels' 353-362 and
 // 355-397, and 362-365 and 355-365 cold against 553-563 and 420-631; at 4
-// rows they tied hot at 896 -> 4864 (186-193 against 189-203) and lost at
-// 4864 -> 896 (207-220 against 188-197 hot, 347-354 against 300-306 cold).
+// rows they split: at 896 -> 4864 even hot (186-193 against 189-203) and
+// ahead cold (358-365 against 384-391), at 4864 -> 896 behind (207-220
+// against 188-197 hot, 347-354 against 300-306 cold).
 constexpr int64_t kTilesMinRows = 8;
 inline MatmulPath matmul_path(const MatmulParams& p, CpuIsa isa) {
   if (isa == CpuIsa::amx_bf16 && p.x_dtype == DType::bf16 && p.w_dtype == DType::bf16 && p.rows >= kTilesMinRows)
