@@ -1,5 +1,5 @@
-// The packed product on AMX (amx_bf16): bf16 weights, activations rounded to
-// bf16. tdpbf16ps multiplies a tile of 16 rows x 32 bf16 of x by a tile of
+// The products on AMX tiles (amx_bf16): bf16 weights, activations rounded
+// to bf16. tdpbf16ps multiplies a tile of 16 rows x 32 bf16 of x by a tile of
 // 16 pairs x 16 columns of weights into 16 x 16 f32 sums, 8,192
 // multiply-adds an instruction against vdpbf16ps's 32. Each pair's products
 // are exact in f32 and summed in f32 (round to nearest even; bf16 denormals
@@ -7,11 +7,16 @@
 // the rounded activations within f32 summation error, the same contract as
 // the avx512_bf16 bodies (matmul_cpu_bf16.cpp).
 //
-// A task's 32 columns of weights are packed once (avx512_bf16::pack: one
-// pair a 32-bit lane, 32 lanes a pair row, which is already the layout a
-// tile of 16 columns reads at a row stride of 128 bytes), then every 32 rows
-// of x take four accumulator tiles: 2 x tiles and 2 weight tiles per 32
-// elements of k feed 4 tdpbf16ps.
+// Two bodies, each taking every 32 rows x 32 columns of y in four tiles of
+// sums, 2 + 2 operand tiles per 32 elements of k feeding 4 tdpbf16ps:
+// - matmul_tiles_direct, where `in` is a multiple of 32: the weights are
+//   the first operand, 16 rows of them loaded as a tile straight from
+//   memory, and x (packed once a call) the second, so the sums come out
+//   transposed (y^T = W x^T) and are turned round as they are stored;
+// - matmul_tiles, for any `in`: a task's 32 columns of weights are packed
+//   first (avx512_bf16::pack: one pair a 32-bit lane, 32 lanes a pair row,
+//   the layout a tile of 16 columns reads at a row stride of 128 bytes) and
+//   x's rows are the first operand.
 #include <algorithm>
 #include <iterator>
 
@@ -51,10 +56,10 @@ struct TileConfig {
 };
 static_assert(sizeof(TileConfig) == 64);
 
-// Tiles 0-3: sums, rows (0-15 | 16-31) x columns (0-15 | 16-31) as 2r + c;
-// 4-5: x, rows 0-15 and 16-31; 6-7: weights, columns 0-15 and 16-31. Every
-// tile is 16 rows of 64 bytes: k comes in whole steps of kTileK (xb and the
-// packed block are zero to there), so no tile is ever partial.
+// Tiles 0-3: sums; 4-5: the first operand; 6-7: the second (each body says
+// which is which). Every tile is 16 rows of 64 bytes: k comes in whole
+// steps of kTileK (the packed operands are zero to there, and the direct
+// body needs `in` a multiple of it), so no tile is ever partial.
 void configure() {
   TileConfig c;
   for (int t = 0; t < 8; ++t) {
@@ -106,6 +111,8 @@ void matmul_tiles_direct(const MatmulParams& p, const uint32_t* xv, int64_t o0) 
   const int64_t padded_rows = (p.rows + kTileRows - 1) / kTileRows * kTileRows;
   configure();
   alignas(64) float sums[4][kTileRows * 16];  // tile t: [16 columns, 16 rows]
+  // Tiles 4-5: weight rows 0-15 and 16-31 of the task; 6-7: x rows 0-15 and
+  // 16-31 of the group.
   for (int64_t r = 0; r < padded_rows; r += 2 * kTileRows) {
     const uint32_t* x = xv + r / (2 * kTileRows) * (K / 2) * kCols;  // this group's pairs: [K / 2, 32 rows]
     if (r + 2 * kTileRows <= padded_rows) {
@@ -163,6 +170,8 @@ void matmul_tiles(const MatmulParams& p, const uint16_t* xb, int64_t xb_stride, 
   configure();
   alignas(64) float sums[2 * kTileRows * kCols];  // [32 rows, 32 columns]
   const int64_t padded_rows = (p.rows + kTileRows - 1) / kTileRows * kTileRows;
+  // Tiles 0-3: sums of rows (0-15 | 16-31) x columns (0-15 | 16-31) as 2r + c;
+  // 4-5: x rows 0-15 and 16-31; 6-7: packed weights, columns 0-15 and 16-31.
   int64_t r = 0;
   for (; r + 2 * kTileRows <= padded_rows; r += 2 * kTileRows) {
     _tile_zero(0);

@@ -2,8 +2,8 @@
 // The matrix product at the trunk's shapes, by each way the cpu backend can
 // compute it, so the choice between them (matmul_cpu.h) rests on figures
 // anyone can rerun: the engine's own choice (with f32 and with bf16
-// activations), each of its two paths forced,
-// and the maintained alternative, OpenBLAS sgemm with its own threads, given
+// activations), each of its paths forced (the AMX tiles with bf16
+// activations only), and the maintained alternative, OpenBLAS sgemm with its own threads, given
 // its best case: the weights widened to f32 beforehand (twice the memory of
 // bf16, not timed). OpenBLAS's bf16 product (sbgemm) would be the closer
 // match, but Debian 12's OpenBLAS 0.3.21 is built without it (libopenblas.so
