@@ -11,6 +11,7 @@
 
 #include "core/dtype.h"
 #include "cuda/convert.h"
+#include "cuda/cublas_api.h"
 
 namespace mstar::kernels::cuda_detail {
 

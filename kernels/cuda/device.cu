@@ -35,7 +35,7 @@ void check(cudaError_t e, const char* call, const char* file, int line) {
 
 void check(cublasStatus_t s, const char* call, const char* file, int line) {
   if (s == CUBLAS_STATUS_SUCCESS) return;
-  fail(call, file, line, cublasGetStatusString(s));
+  fail(call, file, line, cublas_api().status_string(s));
 }
 
 namespace {
@@ -84,11 +84,12 @@ std::size_t smem_optin() { return state().smem_optin; }
 cublasHandle_t cublas() {
   static const cublasHandle_t h = [] {
     cublasHandle_t x = nullptr;
-    MSTAR_CUDA_CHECK(cublasCreate(&x));
-    MSTAR_CUDA_CHECK(cublasSetStream(x, stream()));
+    const CublasApi& api = cublas_api();
+    MSTAR_CUDA_CHECK(api.create(&x));
+    MSTAR_CUDA_CHECK(api.set_stream(x, stream()));
     // Default math: f32 products stay f32 (no TF32); reduced-precision inputs
     // are the caller's explicit choice (cublasGemmEx with 16-bit operands).
-    MSTAR_CUDA_CHECK(cublasSetMathMode(x, CUBLAS_DEFAULT_MATH));
+    MSTAR_CUDA_CHECK(api.set_math_mode(x, CUBLAS_DEFAULT_MATH));
     return x;
   }();
   return h;
@@ -275,6 +276,13 @@ bool cuda_device_available(std::string* why) {
   if (major < 8)
     return no("device " + std::to_string(dev) + " has compute capability " + std::to_string(major) + "." +
               std::to_string(minor) + "; this build carries code for 8.0 and newer (sm_80, sm_90, compute_90)");
+  // The products need cuBLAS, opened here (only where a device is) so that a
+  // missing library is refused before anything runs, not at the first product.
+  try {
+    (void)cuda_detail::cublas_api();
+  } catch (const std::runtime_error& err) {
+    return no(err.what());
+  }
   return true;
 }
 

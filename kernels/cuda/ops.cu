@@ -223,16 +223,17 @@ void matmul_cublas(const MatmulParams& p) {
   const int ldc = as_int(p.y_stride, "y_stride");
   const float alpha = 1.0f, beta = p.accumulate ? 1.0f : 0.0f;
   if (p.w_dtype == DType::f32) {
-    MSTAR_CUDA_CHECK(cublasSgemm(cublas(), CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &alpha, static_cast<const float*>(p.w), k,
-                                 p.x, as_int(p.x_stride, "x_stride"), &beta, p.y, ldc));
+    MSTAR_CUDA_CHECK(cublas_api().sgemm(cublas(), CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &alpha,
+                                        static_cast<const float*>(p.w), k, p.x, as_int(p.x_stride, "x_stride"),
+                                        &beta, p.y, ldc));
   } else {
     auto* xh = static_cast<uint16_t*>(workspace(static_cast<std::size_t>(p.rows * p.in) * sizeof(uint16_t)));
     const int dt = static_cast<int>(p.w_dtype);
     to_16bit_kernel<<<grid_for(p.rows * p.in, 256), 256, 0, stream()>>>(p.x, p.x_stride, p.rows, p.in, dt, xh);
     MSTAR_CUDA_LAUNCHED("matmul to_16bit_kernel");
     const cudaDataType_t t = p.w_dtype == DType::f16 ? CUDA_R_16F : CUDA_R_16BF;
-    MSTAR_CUDA_CHECK(cublasGemmEx(cublas(), CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &alpha, p.w, t, k, xh, t, k, &beta, p.y,
-                                  CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    MSTAR_CUDA_CHECK(cublas_api().gemm_ex(cublas(), CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &alpha, p.w, t, k, xh, t, k,
+                                          &beta, p.y, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
   }
   if (p.bias) {
     add_bias_kernel<<<grid_for(p.rows * p.out, 256), 256, 0, stream()>>>(p.y, p.y_stride, p.rows, p.out, p.bias);
