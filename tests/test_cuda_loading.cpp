@@ -1,5 +1,5 @@
 // The CUDA backend opens cuBLAS on first use instead of linking it, so a
-// program that never multiplies on a GPU never maps it (it cost 211 MB
+// program that never multiplies on a GPU never maps it (it cost about 210 MB
 // resident at start: kernels/cuda/cublas_api.h). Needs no GPU: opening the
 // library and resolving its entry points does not touch a device.
 #include <doctest/doctest.h>

@@ -1,9 +1,8 @@
 #pragma once
 // cuBLAS, opened when the CUDA backend first needs it rather than linked.
 // Linked, its two libraries (libcublas and the libcublasLt it needs) were
-// mapped into every mstar program at start, GPU or not: `mstar-check --help`
-// was 219 MB resident, 211 MB of it libcublasLt's own start-up (an empty
-// program linked to libcublasLt alone measured the same; docs/PERFORMANCE.md,
+// loaded into every mstar program at start, GPU or not: `mstar-check --help`
+// peaked at 219 MB resident, against 5.3 MB without them (docs/PERFORMANCE.md,
 // "Seventeenth session"). Most runs use the cpu backend, and `mstar-check`
 // none.
 #include <cublas_v2.h>
