@@ -10,13 +10,18 @@ namespace mstar::kernels::cuda_detail {
 namespace {
 
 [[noreturn]] void unavailable(const std::string& what) {
-  throw std::runtime_error("CUDA error: cannot use cuBLAS (" MSTAR_CUBLAS_PATH "): " + what);
+  throw std::runtime_error("CUDA error: cannot use cuBLAS: " + what);
+}
+
+std::string loader_error() {
+  const char* why = dlerror();
+  return why ? why : "dlopen failed";
 }
 
 template <typename F>
 void resolve(void* lib, const char* name, F& f) {
   void* sym = dlsym(lib, name);
-  if (!sym) unavailable(std::string("no symbol ") + name);
+  if (!sym) unavailable(std::string(MSTAR_CUBLAS_PATH ": no symbol ") + name);
   f = reinterpret_cast<F>(sym);
 }
 
@@ -27,8 +32,9 @@ const CublasApi& cublas_api() {
     // Never closed: the handle and the library's own state live as long as the process.
     void* lib = dlopen(MSTAR_CUBLAS_PATH, RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
-      const char* why = dlerror();
-      unavailable(why ? why : "dlopen failed");
+      const std::string first = loader_error();
+      lib = dlopen(MSTAR_CUBLAS_SONAME, RTLD_NOW | RTLD_LOCAL);
+      if (!lib) unavailable(first + "; " + loader_error());
     }
     CublasApi a{};
     resolve(lib, "cublasCreate_v2", a.create);

@@ -25,8 +25,9 @@ struct CublasApi {
   decltype(&cublasGetStatusString) status_string;
 };
 
-// Opens the library once (thread-safe) and resolves every entry point;
-// throws std::runtime_error naming the library file and the loader's reason
+// Opens the library once (thread-safe: the build's toolkit file, else its
+// soname through the loader's search) and resolves every entry point;
+// throws std::runtime_error naming what it tried and the loader's reasons
 // when it cannot (and tries again on the next call).
 const CublasApi& cublas_api();
 
