@@ -37,6 +37,35 @@ TEST_CASE("dtype names parse and print, and a wrong one names itself") {
                        ConfigError);
 }
 
+TEST_CASE("first_non_finite finds the first infinity or NaN of every dtype, in any block, and none in finite data") {
+  // 10,000 elements: two whole blocks of the scan (4,096) and a partial one.
+  constexpr std::size_t n = 10000;
+  for (DType dt : {DType::f32, DType::f16, DType::bf16}) {
+    CAPTURE(to_string(dt));
+    HostBuffer b(dt, Shape{static_cast<int64_t>(n)});
+    auto put = [&](std::size_t i, float x) {
+      if (dt == DType::f32) static_cast<float*>(b.data())[i] = x;
+      else static_cast<uint16_t*>(b.data())[i] = dt == DType::f16 ? f32_to_f16(x) : f32_to_bf16(x);
+    };
+    for (std::size_t i = 0; i < n; ++i) put(i, (i % 7 == 0 ? -1.0f : 1.0f) * (0.5f + static_cast<float>(i % 100)));
+    // The largest finite value, by bits: every exponent bit but the lowest set.
+    if (dt == DType::f32) static_cast<uint32_t*>(b.data())[n - 2] = 0x7f7fffffu;
+    else static_cast<uint16_t*>(b.data())[n - 2] = dt == DType::f16 ? 0x7bff : 0x7f7f;
+    CHECK_FALSE(first_non_finite(b.data(), dt, n).has_value());
+    for (std::size_t at : {std::size_t{0}, std::size_t{4095}, std::size_t{4096}, std::size_t{8191}, n - 1}) {
+      CAPTURE(at);
+      put(at, std::numeric_limits<float>::quiet_NaN());
+      if (at + 1 < n) put(at + 1, -std::numeric_limits<float>::infinity());  // a later one is not the first
+      const auto bad = first_non_finite(b.data(), dt, n);
+      REQUIRE(bad.has_value());
+      CHECK(*bad == at);
+      CHECK(first_non_finite(b.data(), dt, at).has_value() == false);  // the elements before it are finite
+      put(at, 1.0f);
+      if (at + 1 < n) put(at + 1, 1.0f);
+    }
+  }
+}
+
 TEST_CASE("host buffers are aligned, zeroed, and copied only on request") {
   HostBuffer b(DType::bf16, Shape{3, 5, 7});
   CHECK(b.bytes() == 3 * 5 * 7 * 2);

@@ -40,18 +40,33 @@ DType parse_dtype(std::string_view text, std::string_view what) {
   throw ConfigError(fmt::format("{}: unknown dtype '{}' (expected f32, f16 or bf16)", what, text));
 }
 
-std::optional<std::size_t> first_non_finite(const void* data, DType dt, std::size_t n) {
-  if (dt == DType::f32) {
-    const auto* u = static_cast<const uint32_t*>(data);
-    for (std::size_t i = 0; i < n; ++i)
-      if ((u[i] & 0x7f800000u) == 0x7f800000u) return i;
-    return std::nullopt;
+namespace {
+
+// Blocks of elements OR-reduced without an exit, which the compiler turns
+// into vector code; only a block that holds a match is searched for it.
+// One loop with an early exit is not vectorised: it scanned bf16 weights at
+// about 1.4 GB/s, 0.67 s of loading the Qwen2.5-0.5B-shaped checkpoint
+// (perf, seventeenth session).
+template <typename U>
+std::optional<std::size_t> first_all_ones(const U* u, std::size_t n, U mask) {
+  constexpr std::size_t kBlock = 4096;
+  for (std::size_t b = 0; b < n; b += kBlock) {
+    const std::size_t e = n - b < kBlock ? n : b + kBlock;
+    unsigned any = 0;
+    for (std::size_t i = b; i < e; ++i) any |= static_cast<unsigned>((u[i] & mask) == mask);
+    if (any == 0) continue;
+    for (std::size_t i = b; i < e; ++i)
+      if ((u[i] & mask) == mask) return i;
   }
-  const uint16_t mask = dt == DType::bf16 ? 0x7f80 : 0x7c00;
-  const auto* h = static_cast<const uint16_t*>(data);
-  for (std::size_t i = 0; i < n; ++i)
-    if ((h[i] & mask) == mask) return i;
   return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::size_t> first_non_finite(const void* data, DType dt, std::size_t n) {
+  if (dt == DType::f32) return first_all_ones(static_cast<const uint32_t*>(data), n, uint32_t{0x7f800000u});
+  const uint16_t mask = dt == DType::bf16 ? 0x7f80 : 0x7c00;
+  return first_all_ones(static_cast<const uint16_t*>(data), n, mask);
 }
 
 }  // namespace mstar
