@@ -44,9 +44,10 @@ namespace {
 
 // Blocks of elements OR-reduced without an exit, which the compiler turns
 // into vector code; only a block that holds a match is searched for it.
-// One loop with an early exit is not vectorised: it scanned bf16 weights at
-// about 1.4 GB/s, 0.67 s of loading the Qwen2.5-0.5B-shaped checkpoint
-// (perf, seventeenth session).
+// One loop with an early exit is not vectorised: loading the
+// Qwen2.5-0.5B-shaped bf16 checkpoint (942 MiB) took 1.25-1.28 s with it and
+// 0.99-1.01 s with blocks (`mstar-bench checkpoint --threads 1`, load_s,
+// seventeenth session).
 template <typename U>
 std::optional<std::size_t> first_all_ones(const U* u, std::size_t n, U mask) {
   constexpr std::size_t kBlock = 4096;
