@@ -10,7 +10,6 @@
 
 #ifdef MSTAR_WITH_CUDA
 #include "cuda/cublas_api.h"
-#endif
 
 namespace {
 
@@ -22,6 +21,7 @@ bool mapped(const std::string& name) {
 }
 
 }  // namespace
+#endif
 
 TEST_CASE("cuda: cuBLAS is not mapped until the backend asks for it, and then every entry point resolves") {
 #ifdef MSTAR_WITH_CUDA
