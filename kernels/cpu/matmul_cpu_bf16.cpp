@@ -108,11 +108,12 @@ void tile(const MatmulParams& p, const uint16_t* xb, int64_t xs, int64_t o, int6
   for (int r = 0; r < R; ++r)
     for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
   // As in the f32 panels: the first row tile asks for the next C weight rows
-  // while it streams these (a decode step reads each weight from DRAM once).
+  // while it streams these (a decode step reads each weight from DRAM once),
+  // into L2 (matmul_cpu_impl.inc says why).
   const char* next = r0 == 0 && o + 2 * C <= p.out ? reinterpret_cast<const char*>(w + (o + C) * K) : nullptr;
   const auto step = [&](int64_t k, int64_t left) {
     if (next)
-      for (int c = 0; c < C; ++c) __builtin_prefetch(next + (c * K + k) * 2, 0, 3);
+      for (int c = 0; c < C; ++c) __builtin_prefetch(next + (c * K + k) * 2, 0, 1);
     __m512bh wv[C];
     for (int c = 0; c < C; ++c) wv[c] = load32(w + (o + c) * K + k, left);
     for (int r = 0; r < R; ++r) {
