@@ -59,15 +59,15 @@ int main(int argc, char** argv) {
     // Every event write is checked: a full disk or a closed pipe ends the
     // run with exit 1 instead of losing events.
     mstar::OutputFile out = out_path.empty() ? mstar::OutputFile::standard_output() : mstar::OutputFile(out_path);
-    std::vector<mstar::RequestLine> lines;
+    std::unique_ptr<mstar::LineSource> lines;
     if (requests.empty()) {
       lines = mstar::workload_lines(*resolved);
     } else if (requests == "-") {
-      lines = mstar::read_request_lines(std::cin, "--requests -");
+      lines = mstar::sorted_lines(mstar::read_request_lines(std::cin, "--requests -"));
     } else {
       const std::string name = "--requests " + requests;
       std::ifstream in = mstar::open_input(requests, name);
-      lines = mstar::read_request_lines(in, name);
+      lines = mstar::sorted_lines(mstar::read_request_lines(in, name));
     }
     if (!frames_dir.empty()) {
       std::error_code ec;
@@ -84,7 +84,7 @@ int main(int argc, char** argv) {
       };
     auto engine = mstar::Engine::create(*resolved);
     options.after_step = [&] { out.flush(); };
-    const auto stats = mstar::run_lines(*engine, std::move(lines), options, [&](const mstar::Event& e) {
+    const auto stats = mstar::run_lines(*engine, *lines, options, [&](const mstar::Event& e) {
       out.write(mstar::dump_json(e.body) + "\n");
       if (frames_dir.empty() || e.latents.empty()) return;
       const auto path = std::filesystem::path(frames_dir) /

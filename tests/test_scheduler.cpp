@@ -13,6 +13,7 @@
 #include "engine/engine.h"
 #include "engine/program.h"
 #include "engine/run.h"
+#include "engine/workload.h"
 
 using namespace mstar;
 using nlohmann::json;
@@ -52,7 +53,7 @@ Run run(const ResolvedDeployment& d, const std::string& lines) {
 std::vector<json> run_workload(const ResolvedDeployment& d) {
   auto engine = Engine::create(d);
   std::vector<json> events;
-  run_lines(*engine, workload_lines(d), {}, [&](const Event& e) { events.push_back(e.body); });
+  run_lines(*engine, *workload_lines(d), {}, [&](const Event& e) { events.push_back(e.body); });
   return events;
 }
 
@@ -137,6 +138,36 @@ TEST_CASE("scheduler: runs are reproducible from their seeds") {
   const auto d2 = deployment("tts-demo.yaml", {"workload.requests.count=3", "workload.requests.max_tokens=20",
                                                "workload.requests.seed=2"});
   CHECK(run_workload(d) != run_workload(d2));
+}
+
+TEST_CASE("scheduler: the workload's requests, made as they arrive, run as the same request lines would") {
+  // docs/running.md's generator: request i is "req{i:03}", arrives at
+  // i * arrival_every, takes the voices in turn, a prompt of seeded tokens
+  // ((seed + i) * 7919) and sampling seed seed + i.
+  const auto d = deployment("tts-demo.yaml", {"workload.requests.count=3", "workload.requests.max_tokens=20",
+                                              "workload.requests.seed=5", "workload.requests.arrival_every=3"});
+  const char* voices[] = {"alice", "bob", "alice"};
+  std::string lines;
+  for (int i = 0; i < 3; ++i)
+    lines += fmt::format(R"({{"id": "req00{}", "voice": "{}", "prompt": {}, "max_tokens": 20, "arrival": {}, )"
+                         R"("sampling": {{"temperature": 0.8, "top_k": 50, "top_p": 0.95, "seed": {}}}}})"
+                         "\n",
+                         i, voices[i], json(seeded_tokens(static_cast<uint64_t>(5 + i) * 7919u, 12, 1024)).dump(),
+                         3 * i, 5 + i);
+  const std::vector<json> events = run_workload(d);
+  CHECK(events.size() >= 9);  // at least a chunk and a done each
+  CHECK(run(d, lines).events == events);
+
+  // 100,000 requests are a count, not 100,000 objects, until they arrive.
+  const auto big = deployment("world-demo.yaml", {"workload.requests.count=100000"});
+  CHECK(big.deployment.workload.dump().size() < 200);
+  auto source = workload_lines(big);
+  int64_t taken = 0;
+  RequestLine last;
+  for (; source->next_arrival(); ++taken) last = source->take();
+  CHECK(taken == 100000);
+  CHECK(last.id == "roll99999");
+  CHECK(last.arrival == 99999 * big.deployment.workload["requests"]["arrival_every"].get<int64_t>());
 }
 
 TEST_CASE("scheduler: the batch's draws spread over two threads speak as one thread drawing them in turn") {

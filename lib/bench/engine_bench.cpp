@@ -153,7 +153,7 @@ Table bench_run(const ResolvedDeployment& d, int repeats) {
   std::vector<double> rates;
   for (int r = 0; r < repeats; ++r) {
     auto engine = Engine::create(d);
-    const RunStats s = run_lines(*engine, workload_lines(d), {}, [](const Event&) {});
+    const RunStats s = run_lines(*engine, *workload_lines(d), {}, [](const Event&) {});
     const double host = s.host_ms.sum(), step = s.step_ms.sum();
     const double rate = static_cast<double>(s.produced) / s.seconds;
     rates.push_back(rate);
@@ -210,7 +210,7 @@ Table bench_concurrency(const ConcurrencySweep& sweep, int rounds) {
     double first_agg = 0, first_rate = 0;  // the first count's in this round
     for (size_t i = 0; i < streams.size(); ++i) {
       auto engine = Engine::create(deployments[i]);
-      const RunStats st = run_lines(*engine, workload_lines(deployments[i]), {}, [](const Event&) {});
+      const RunStats st = run_lines(*engine, *workload_lines(deployments[i]), {}, [](const Event&) {});
       const double host = st.host_ms.sum(), step = st.step_ms.sum();
       const double agg = static_cast<double>(st.produced) / st.seconds;
       const double step_p50 = st.step_ms.percentile(50);

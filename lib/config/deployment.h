@@ -51,8 +51,8 @@ struct Deployment {
   int64_t threads = 1;
   SchedulerSettings scheduler;
   // The work to run, as the engine read it from the `workload` block: voices
-  // (name -> token ids), program settings and request objects (the same
-  // JSON objects `mstar-run --requests` reads).
+  // (name -> token ids), program settings and the request generator
+  // ({"count": n, ...}; the engine's program makes each request from it).
   nlohmann::json workload = nlohmann::json::object();
 };
 

@@ -78,7 +78,7 @@ json workload_json(const json& w) {
   json voices = json::object();
   if (w.contains("voices"))
     for (const auto& [name, tokens] : w["voices"].items()) voices[name] = tokens.size();
-  json out{{"requests", w.contains("requests") ? w["requests"].size() : 0}, {"voices", voices}};
+  json out{{"requests", w.contains("requests") ? w["requests"]["count"].get<int64_t>() : 0}, {"voices", voices}};
   if (w.contains("settings")) out.update(w["settings"]);
   return out;
 }

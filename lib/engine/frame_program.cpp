@@ -158,7 +158,7 @@ std::optional<json> read_frame_workload(const YAML::Node& n, YamlContext& ctx, c
   auto e = read_map(n, ctx, "workload", {"requests"});
   if (!e) return std::nullopt;
   bool ok = e->items.size() == n.size();
-  json out{{"voices", json::object()}, {"settings", json::object()}, {"requests", json::array()}};
+  json out{{"voices", json::object()}, {"settings", json::object()}, {"requests", {{"count", 0}}}};
   const YAML::Node* r = e->find("requests");
   if (!r) return ok ? std::optional<json>(out) : std::nullopt;
   RequestsBlock b;
@@ -169,10 +169,16 @@ std::optional<json> read_frame_workload(const YAML::Node& n, YamlContext& ctx, c
                            }) &&
        ok;
   if (!ok) return std::nullopt;
-  for (int64_t i = 0; i < b.count; ++i)
-    out["requests"].push_back(
-        json{{"arrival", i * b.arrival_every}, {"id", fmt::format("roll{:03}", i)}, {"frames", frames}, {"seed", b.seed + i}});
+  out["requests"] = {{"count", b.count}, {"seed", b.seed}, {"arrival_every", b.arrival_every}, {"frames", frames}};
   return out;
+}
+
+// Request i of the generator read_frame_workload wrote.
+json frame_workload_request(const json& g, int64_t i) {
+  return {{"arrival", i * g["arrival_every"].get<int64_t>()},
+          {"id", fmt::format("roll{:03}", i)},
+          {"frames", g["frames"]},
+          {"seed", g["seed"].get<int64_t>() + i}};
 }
 
 }  // namespace
@@ -181,6 +187,7 @@ ProgramKind frame_program() {
   ProgramKind k;
   k.task = "frames";
   k.read_workload = read_frame_workload;
+  k.workload_request = frame_workload_request;
   k.make = [](Model& m, const ResolvedDeployment&) -> std::unique_ptr<Program> {
     auto* fm = dynamic_cast<FrameModel*>(&m);
     MSTAR_ASSERT(fm, "a family of task frames builds a frame model");

@@ -81,8 +81,13 @@ class Program {
 struct ProgramKind {
   std::string task;  // a family's task
   // Reads the deployment's `workload` block into {"voices", "settings",
-  // "requests"} (config/deployment.h's WorkloadReader).
+  // "requests"} (config/deployment.h's WorkloadReader); "requests" is the
+  // generator, {"count": n, ...}, not the requests themselves.
   WorkloadReader read_workload;
+  // The generator's request i in 0..count-1, as a request line's object
+  // (with its "arrival"). Made as each arrives (run.h's workload_lines), so
+  // a workload of 100,000 requests costs no memory before it runs.
+  std::function<nlohmann::json(const nlohmann::json& requests, int64_t i)> workload_request;
   std::function<std::unique_ptr<Program>(Model& model, const ResolvedDeployment& d)> make;
 };
 

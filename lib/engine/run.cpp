@@ -7,6 +7,7 @@
 #include "core/errors.h"
 #include "core/files.h"
 #include "core/json_text.h"
+#include "engine/program.h"
 
 namespace mstar {
 
@@ -88,13 +89,62 @@ std::vector<RequestLine> read_request_lines(std::istream& in, const std::string&
   return out;
 }
 
-std::vector<RequestLine> workload_lines(const ResolvedDeployment& d) {
-  std::vector<RequestLine> out;
+namespace {
+
+class SortedLines final : public LineSource {
+ public:
+  explicit SortedLines(std::vector<RequestLine> lines) : lines_(std::move(lines)) {
+    std::stable_sort(lines_.begin(), lines_.end(),
+                     [](const RequestLine& a, const RequestLine& b) { return a.arrival < b.arrival; });
+  }
+  std::optional<int64_t> next_arrival() const override {
+    return next_ < lines_.size() ? std::optional<int64_t>(lines_[next_].arrival) : std::nullopt;
+  }
+  RequestLine take() override {
+    MSTAR_ASSERT(next_ < lines_.size(), "take() past the last line");
+    return std::move(lines_[next_++]);
+  }
+
+ private:
+  std::vector<RequestLine> lines_;
+  size_t next_ = 0;
+};
+
+// Generated requests arrive every `arrival_every` steps (0 or more), so index
+// order is arrival order.
+class WorkloadLines final : public LineSource {
+ public:
+  WorkloadLines(const ProgramKind& program, json generator)
+      : program_(program), generator_(std::move(generator)), count_(generator_["count"].get<int64_t>()),
+        every_(generator_["arrival_every"].get<int64_t>()) {}
+  std::optional<int64_t> next_arrival() const override {
+    return next_ < count_ ? std::optional<int64_t>(next_ * every_) : std::nullopt;
+  }
+  RequestLine take() override {
+    MSTAR_ASSERT(next_ < count_, "take() past the last workload request");
+    const int64_t i = next_++;
+    return parse_request_line(program_.workload_request(generator_, i), fmt::format("workload request {}", i));
+  }
+
+ private:
+  const ProgramKind& program_;
+  json generator_;  // workload["requests"]: {"count", "arrival_every", ...}
+  int64_t count_, every_;
+  int64_t next_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<LineSource> sorted_lines(std::vector<RequestLine> lines) {
+  return std::make_unique<SortedLines>(std::move(lines));
+}
+
+std::unique_ptr<LineSource> workload_lines(const ResolvedDeployment& d) {
   const json& w = d.deployment.workload;
-  if (!w.contains("requests")) return out;
-  for (size_t i = 0; i < w["requests"].size(); ++i)
-    out.push_back(parse_request_line(w["requests"][i], fmt::format("workload request {}", i)));
-  return out;
+  if (!w.contains("requests")) return sorted_lines({});
+  const ProgramKind* program = find_program(d.model.family->task);
+  MSTAR_ASSERT(program, fmt::format("no program serves task '{}'", d.model.family->task));
+  return std::make_unique<WorkloadLines>(*program, w["requests"]);
 }
 
 void deliver(Engine& engine, RequestLine& l) {
@@ -107,21 +157,23 @@ void deliver(Engine& engine, RequestLine& l) {
   }
 }
 
-RunStats run_lines(Engine& engine, std::vector<RequestLine> lines, const RunOptions& options, const EventSink& events) {
-  std::stable_sort(lines.begin(), lines.end(),
-                   [](const RequestLine& a, const RequestLine& b) { return a.arrival < b.arrival; });
-  size_t next = 0;
-  for (int64_t step = 0; next < lines.size() || !engine.idle(); ++step) {
+RunStats run_lines(Engine& engine, LineSource& lines, const RunOptions& options, const EventSink& events) {
+  for (int64_t step = 0; lines.next_arrival() || !engine.idle(); ++step) {
     // Nothing runs until the next arrival: jump to it rather than walk idle steps.
-    if (engine.idle() && next < lines.size()) step = std::max(step, lines[next].arrival);
-    for (; next < lines.size() && lines[next].arrival <= step; ++next) {
-      deliver(engine, lines[next]);
+    if (engine.idle() && lines.next_arrival()) step = std::max(step, *lines.next_arrival());
+    while (lines.next_arrival() && *lines.next_arrival() <= step) {
+      RequestLine line = lines.take();
+      deliver(engine, line);
     }
     for (const Event& e : engine.step()) events(e);
     if (options.after_step) options.after_step();
     if (options.on_step) options.on_step(engine);
   }
   return engine.stats();
+}
+
+RunStats run_lines(Engine& engine, std::vector<RequestLine> lines, const RunOptions& options, const EventSink& events) {
+  return run_lines(engine, *sorted_lines(std::move(lines)), options, events);
 }
 
 }  // namespace mstar

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <functional>
 #include <istream>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -45,8 +46,22 @@ constexpr std::size_t kMaxRequestBytes = std::size_t{256} << 20;
 // Every line of `in` (blank lines skipped); `name` says where they come from
 // in messages ("--requests r.jsonl").
 std::vector<RequestLine> read_request_lines(std::istream& in, const std::string& name = "requests");
-// The deployment's workload requests.
-std::vector<RequestLine> workload_lines(const ResolvedDeployment& d);
+
+// Request lines in arrival order, taken one at a time as the run reaches
+// them.
+class LineSource {
+ public:
+  virtual ~LineSource() = default;
+  // The next line's arrival step; nullopt once every line was taken.
+  [[nodiscard]] virtual std::optional<int64_t> next_arrival() const = 0;
+  // The next line. Precondition: next_arrival() has a value.
+  virtual RequestLine take() = 0;
+};
+// `lines`, stably sorted by arrival.
+std::unique_ptr<LineSource> sorted_lines(std::vector<RequestLine> lines);
+// The deployment's workload requests, each made by the model's program when
+// the run reaches its arrival (so they cost no memory before that).
+std::unique_ptr<LineSource> workload_lines(const ResolvedDeployment& d);
 
 using EventSink = std::function<void(const Event&)>;
 
@@ -58,6 +73,7 @@ struct RunOptions {
 // Hands one line to the engine (its body is moved out of a request line).
 void deliver(Engine& engine, RequestLine& line);
 
+RunStats run_lines(Engine& engine, LineSource& lines, const RunOptions& options, const EventSink& events);
 RunStats run_lines(Engine& engine, std::vector<RequestLine> lines, const RunOptions& options, const EventSink& events);
 
 }  // namespace mstar

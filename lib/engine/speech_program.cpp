@@ -334,7 +334,7 @@ std::optional<json> read_speech_workload(const YAML::Node& n, YamlContext& ctx, 
   bool ok = e->items.size() == n.size();
   const SourceRange range = source_range(model.resource_specs());
   const int64_t vocab = model.arch->vocab_size();
-  json out{{"voices", json::object()}, {"settings", json::object()}, {"requests", json::array()}};
+  json out{{"voices", json::object()}, {"settings", json::object()}, {"requests", {{"count", 0}}}};
   int64_t chunk = 8;
   double guidance = 1.0;
   if (const YAML::Node* v = e->find("chunk_tokens")) ok = read_yaml(*v, ctx, "workload.chunk_tokens", chunk, Range{1, 1 << 16}) && ok;
@@ -416,19 +416,27 @@ std::optional<json> read_speech_workload(const YAML::Node& n, YamlContext& ctx, 
     ok = false;
   }
   if (!ok) return std::nullopt;
-  for (int64_t i = 0; i < b.count; ++i) {
-    json q;
-    q["arrival"] = i * b.arrival_every;
-    q["id"] = fmt::format("req{:03}", i);
-    q["voice"] = voice_names[static_cast<size_t>(i) % voice_names.size()];
-    q["prompt"] = seeded_tokens(static_cast<uint64_t>(b.seed + i) * 7919u, prompt, vocab);
-    q["max_tokens"] = max_tokens;
-    json s = sampling;
-    s["seed"] = b.seed + i;
-    q["sampling"] = s;
-    out["requests"].push_back(std::move(q));
-  }
+  out["requests"] = {{"count", b.count},   {"seed", b.seed},         {"arrival_every", b.arrival_every},
+                     {"voices", voice_names}, {"prompt_tokens", prompt}, {"max_tokens", max_tokens},
+                     {"sampling", sampling}, {"vocab", vocab}};
   return out;
+}
+
+// Request i of the generator read_speech_workload wrote: voices round robin,
+// a seeded prompt, request i's sampling seed seed + i.
+json speech_workload_request(const json& g, int64_t i) {
+  const auto seed = g["seed"].get<int64_t>();
+  const json& voices = g["voices"];
+  json q;
+  q["arrival"] = i * g["arrival_every"].get<int64_t>();
+  q["id"] = fmt::format("req{:03}", i);
+  q["voice"] = voices[static_cast<size_t>(i) % voices.size()];
+  q["prompt"] = seeded_tokens(static_cast<uint64_t>(seed + i) * 7919u, g["prompt_tokens"].get<int64_t>(),
+                              g["vocab"].get<int64_t>());
+  q["max_tokens"] = g["max_tokens"];
+  q["sampling"] = g["sampling"];
+  q["sampling"]["seed"] = seed + i;
+  return q;
 }
 
 }  // namespace
@@ -437,6 +445,7 @@ ProgramKind speech_program() {
   ProgramKind k;
   k.task = "speech";
   k.read_workload = read_speech_workload;
+  k.workload_request = speech_workload_request;
   k.make = [](Model& m, const ResolvedDeployment& d) -> std::unique_ptr<Program> {
     auto* tm = dynamic_cast<TokenModel*>(&m);
     MSTAR_ASSERT(tm, "a family of task speech builds a token model");

@@ -3,7 +3,9 @@
 // (voices, the request generator's common keys). Each program reads its own
 // form (speech_program.cpp, frame_program.cpp) into the neutral JSON the
 // deployment keeps: {"voices": {name: [ids]}, "settings": {...},
-// "requests": [request objects, with "arrival"]}.
+// "requests": {"count": n, "seed", "arrival_every", and the program's keys}}:
+// the generator, whose requests the program makes one at a time as they
+// arrive (program.h's workload_request).
 //
 //   workload:
 //     chunk_tokens: 8           # speech: tokens per streamed chunk
