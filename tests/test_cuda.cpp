@@ -41,6 +41,7 @@
 #include "bounded_kv.h"
 #include "core/allocator.h"
 #include "core/dtype.h"
+#include "deployments.h"
 #include "engine/engine.h"
 #include "engine/program.h"
 #include "ops.h"
@@ -858,15 +859,6 @@ TEST_CASE("cuda rope: one section and three (time, height, width), far positions
 // ---------------------------------------------------------------------------
 // The demos end to end, cuda against cpu.
 
-ResolvedDeployment demo(const std::string& config, std::vector<std::string> sets) {
-  Diagnostics d;
-  std::vector<SetOverride> so;
-  for (const auto& s : sets) so.push_back(parse_set(s));
-  auto r = load_deployment(std::string(MSTAR_SOURCE_DIR) + "/configs/" + config, so, d);
-  REQUIRE_MESSAGE(r, d.str());
-  return *r;
-}
-
 std::vector<Event> run_all(Engine& e) {
   std::vector<Event> out;
   while (!e.idle())
@@ -877,7 +869,8 @@ std::vector<Event> run_all(Engine& e) {
 TEST_CASE("cuda end to end: the tts demo's greedy token streams equal the cpu backend's") {
   std::map<std::string, std::map<std::string, std::vector<int64_t>>> streams;  // backend -> id -> tokens
   for (const char* backend : {"cpu", "cuda"}) {
-    auto engine = Engine::create(demo("tts-demo.yaml", {std::string("backend=") + backend, "workload.requests.count=0"}));
+    auto engine =
+        Engine::create(test::shipped("tts-demo.yaml", {std::string("backend=") + backend, "workload.requests.count=0"}));
     for (int i = 0; i < 6; ++i)
       engine->submit(nlohmann::json{{"id", fmt::format("g{}", i)},
                                     {"voice", i % 2 ? "bob" : "alice"},
@@ -902,7 +895,8 @@ TEST_CASE("cuda end to end: the tts demo's greedy token streams equal the cpu ba
 TEST_CASE("cuda end to end: the world demo's frames match the cpu backend's mean and std within 1e-3") {
   std::map<std::string, std::map<std::pair<std::string, int64_t>, std::pair<double, double>>> frames;
   for (const char* backend : {"cpu", "cuda"}) {
-    auto engine = Engine::create(demo("world-demo.yaml", {std::string("backend=") + backend, "workload.requests.count=0"}));
+    auto engine =
+        Engine::create(test::shipped("world-demo.yaml", {std::string("backend=") + backend, "workload.requests.count=0"}));
     for (int i = 0; i < 2; ++i) engine->submit(nlohmann::json{{"id", fmt::format("w{}", i)}, {"frames", 4}, {"seed", 10 + i}});
     for (const Event& e : run_all(*engine)) {
       INFO(e.body.dump());

@@ -8,6 +8,7 @@
 #include <set>
 #include <thread>
 
+#include "deployments.h"
 #include "engine/engine.h"
 #include "engine/program.h"
 #include "engine/run.h"
@@ -17,15 +18,6 @@ using nlohmann::json;
 
 namespace {
 
-ResolvedDeployment demo(const std::string& config, std::vector<std::string> sets) {
-  Diagnostics d;
-  std::vector<SetOverride> so;
-  for (const auto& s : sets) so.push_back(parse_set(s));
-  auto r = load_deployment(std::string(MSTAR_SOURCE_DIR) + "/configs/" + config, so, d);
-  REQUIRE_MESSAGE(r, d.str());
-  return *r;
-}
-
 json speech(const std::string& id, int max_tokens, uint64_t seed) {
   return json{{"id", id}, {"voice", "alice"}, {"prompt", {5, 6, 7}}, {"max_tokens", max_tokens},
               {"sampling", {{"temperature", 0.9}, {"top_k", 20}, {"seed", seed}}}};
@@ -34,7 +26,8 @@ json speech(const std::string& id, int max_tokens, uint64_t seed) {
 }  // namespace
 
 TEST_CASE("engine: submit and cancel from a second thread while another steps, every request ends once") {
-  auto engine = Engine::create(demo("tts-demo.yaml", {"resources.voice_kv.max_slots=3", "workload.requests.count=0"}));
+  auto engine =
+      Engine::create(test::shipped("tts-demo.yaml", {"resources.voice_kv.max_slots=3", "workload.requests.count=0"}));
   constexpr int kRequests = 24;
   std::atomic<bool> submitted{false};
   std::thread client([&] {
@@ -68,7 +61,7 @@ TEST_CASE("engine: submit and cancel from a second thread while another steps, e
 }
 
 TEST_CASE("engine: a second request under a running id is refused alone") {
-  auto engine = Engine::create(demo("tts-demo.yaml", {"workload.requests.count=0"}));
+  auto engine = Engine::create(test::shipped("tts-demo.yaml", {"workload.requests.count=0"}));
   engine->submit(speech("a", 6, 1));
   engine->submit(speech("a", 6, 2));  // the same arrival: refused, the first goes on
   engine->submit(speech("b", 6, 3));
@@ -80,7 +73,7 @@ TEST_CASE("engine: a second request under a running id is refused alone") {
   CHECK(by_id["a"].back()["reason"] == "max_tokens");
   CHECK(by_id["b"].back()["reason"] == "max_tokens");
   // And alone, the first request's events are what it produced beside the duplicate.
-  auto alone = Engine::create(demo("tts-demo.yaml", {"workload.requests.count=0"}));
+  auto alone = Engine::create(test::shipped("tts-demo.yaml", {"workload.requests.count=0"}));
   alone->submit(speech("a", 6, 1));
   std::vector<json> a;
   while (!alone->idle())
@@ -90,7 +83,7 @@ TEST_CASE("engine: a second request under a running id is refused alone") {
 }
 
 TEST_CASE("engine: requests with no id, not objects, or rejected lines end in one error each") {
-  auto engine = Engine::create(demo("world-demo.yaml", {"workload.requests.count=0"}));
+  auto engine = Engine::create(test::shipped("world-demo.yaml", {"workload.requests.count=0"}));
   engine->submit(json::array({1, 2}));
   engine->submit(json{{"frames", 2}});
   engine->reject("line 3", "line 3: not valid JSON");
@@ -105,7 +98,7 @@ TEST_CASE("engine: requests with no id, not objects, or rejected lines end in on
 }
 
 TEST_CASE("engine: a request arriving far in the future costs no idle steps") {
-  auto engine = Engine::create(demo("world-demo.yaml", {"workload.requests.count=0"}));
+  auto engine = Engine::create(test::shipped("world-demo.yaml", {"workload.requests.count=0"}));
   std::vector<RequestLine> lines;
   lines.push_back(parse_request_line(json{{"id", "late"}, {"frames", 2}, {"arrival", INT32_MAX}}, "line 1"));
   const RunStats s = run_lines(*engine, std::move(lines), {}, [](const Event&) {});

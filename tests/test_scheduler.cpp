@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "config/deployment.h"
+#include "deployments.h"
 #include "engine/engine.h"
 #include "engine/program.h"
 #include "engine/run.h"
@@ -19,15 +20,6 @@ using namespace mstar;
 using nlohmann::json;
 
 namespace {
-
-ResolvedDeployment deployment(const std::string& config, std::vector<std::string> sets) {
-  Diagnostics d;
-  std::vector<SetOverride> so;
-  for (const auto& s : sets) so.push_back(parse_set(s));
-  auto r = load_deployment(std::string(MSTAR_SOURCE_DIR) + "/configs/" + config, so, d);
-  REQUIRE_MESSAGE(r, d.str());
-  return *r;
-}
 
 struct Run {
   RunStats stats;
@@ -69,7 +61,7 @@ std::string tts_req(const std::string& id, const std::string& voice, int arrival
 }  // namespace
 
 TEST_CASE("scheduler: admission waits for a free slot, then proceeds, first come first served") {
-  const auto d = deployment("tts-demo.yaml", {"resources.voice_kv.max_slots=2"});
+  const auto d = test::shipped("tts-demo.yaml", {"resources.voice_kv.max_slots=2"});
   std::string lines;
   for (int i = 0; i < 5; ++i) lines += tts_req(fmt::format("r{}", i), i % 2 ? "bob" : "alice", 0);
   const Run r = run(d, lines);
@@ -84,7 +76,7 @@ TEST_CASE("scheduler: admission waits for a free slot, then proceeds, first come
 }
 
 TEST_CASE("scheduler: failing requests leave the others' outputs identical") {
-  const auto d = deployment("tts-demo.yaml", {"resources.voice_kv.max_slots=3"});
+  const auto d = test::shipped("tts-demo.yaml", {"resources.voice_kv.max_slots=3"});
   const std::string good = tts_req("a", "alice", 0) + tts_req("b", "bob", 1);
   const Run clean = run(d, good);
   const std::string bad =
@@ -115,7 +107,7 @@ TEST_CASE("scheduler: a voice longer than the slots hold is refused with the dep
 }
 
 TEST_CASE("scheduler: cancellation frees the slot at once") {
-  const auto d = deployment("tts-demo.yaml", {"resources.voice_kv.max_slots=1"});
+  const auto d = test::shipped("tts-demo.yaml", {"resources.voice_kv.max_slots=1"});
   const Run r = run(d, tts_req("long", "alice", 0, 1000) + tts_req("next", "bob", 0, 4) +
                            R"({"cancel": "long", "arrival": 5})" "\n");
   CHECK(r.stats.requests_cancelled == 1);
@@ -133,9 +125,9 @@ TEST_CASE("scheduler: cancellation frees the slot at once") {
 }
 
 TEST_CASE("scheduler: runs are reproducible from their seeds") {
-  const auto d = deployment("tts-demo.yaml", {"workload.requests.count=3", "workload.requests.max_tokens=20"});
+  const auto d = test::shipped("tts-demo.yaml", {"workload.requests.count=3", "workload.requests.max_tokens=20"});
   CHECK(run_workload(d) == run_workload(d));
-  const auto d2 = deployment("tts-demo.yaml", {"workload.requests.count=3", "workload.requests.max_tokens=20",
+  const auto d2 = test::shipped("tts-demo.yaml", {"workload.requests.count=3", "workload.requests.max_tokens=20",
                                                "workload.requests.seed=2"});
   CHECK(run_workload(d) != run_workload(d2));
 }
@@ -144,7 +136,7 @@ TEST_CASE("scheduler: the workload's requests, made as they arrive, run as the s
   // docs/running.md's generator: request i is "req{i:03}", arrives at
   // i * arrival_every, takes the voices in turn, a prompt of seeded tokens
   // ((seed + i) * 7919) and sampling seed seed + i.
-  const auto d = deployment("tts-demo.yaml", {"workload.requests.count=3", "workload.requests.max_tokens=20",
+  const auto d = test::shipped("tts-demo.yaml", {"workload.requests.count=3", "workload.requests.max_tokens=20",
                                               "workload.requests.seed=5", "workload.requests.arrival_every=3"});
   const char* voices[] = {"alice", "bob", "alice"};
   std::string lines;
@@ -159,7 +151,7 @@ TEST_CASE("scheduler: the workload's requests, made as they arrive, run as the s
   CHECK(run(d, lines).events == events);
 
   // 100,000 requests are a count, not 100,000 objects, until they arrive.
-  const auto big = deployment("world-demo.yaml", {"workload.requests.count=100000"});
+  const auto big = test::shipped("world-demo.yaml", {"workload.requests.count=100000"});
   CHECK(big.deployment.workload.dump().size() < 200);
   auto source = workload_lines(big);
   int64_t taken = 0;
@@ -180,14 +172,14 @@ TEST_CASE("scheduler: the batch's draws spread over two threads speak as one thr
   std::vector<std::string> one = sets, two = sets;
   one.push_back("threads=1");
   two.push_back("threads=2");
-  const std::vector<json> serial = run_workload(deployment("tts-demo.yaml", one));
+  const std::vector<json> serial = run_workload(test::shipped("tts-demo.yaml", one));
   CHECK(serial.size() > 12);
-  CHECK(run_workload(deployment("tts-demo.yaml", two)) == serial);
-  CHECK(run_workload(deployment("hf-demo.yaml", two)) == run_workload(deployment("hf-demo.yaml", one)));
+  CHECK(run_workload(test::shipped("tts-demo.yaml", two)) == serial);
+  CHECK(run_workload(test::shipped("hf-demo.yaml", two)) == run_workload(test::shipped("hf-demo.yaml", one)));
 }
 
 TEST_CASE("scheduler: world rollouts wait for sessions, stream frames, and fail alone") {
-  const auto d = deployment("world-demo.yaml", {"resources.world_kv.num_sessions=1"});
+  const auto d = test::shipped("world-demo.yaml", {"resources.world_kv.num_sessions=1"});
   const Run r = run(d, R"({"id": "w1", "frames": 3, "seed": 1})" "\n"
                        R"({"id": "w2", "frames": 2, "seed": 2})" "\n"
                        R"({"id": "w3", "frames": 0})" "\n"

@@ -20,6 +20,7 @@
 
 #include <httplib.h>
 
+#include "deployments.h"
 #include "engine/engine.h"
 #include "engine/program.h"
 #include "engine/run.h"
@@ -29,15 +30,6 @@ using namespace mstar;
 using nlohmann::json;
 
 namespace {
-
-ResolvedDeployment deployment(const std::string& config, const std::vector<std::string>& sets = {}) {
-  Diagnostics d;
-  std::vector<SetOverride> so;
-  for (const auto& s : sets) so.push_back(parse_set(s));
-  auto r = load_deployment(std::string(MSTAR_SOURCE_DIR) + "/configs/" + config, so, d);
-  REQUIRE_MESSAGE(r, d.str());
-  return *r;
-}
 
 // A server on a free loopback port, stopped when it goes out of scope.
 struct Running {
@@ -201,7 +193,7 @@ json sampled(json r, double temperature, int top_k, uint64_t seed) {
 }  // namespace
 
 TEST_CASE("serve: a request streams the engine's events, as server-sent events or JSON lines") {
-  const auto d = deployment("tts-demo.yaml");
+  const auto d = test::shipped("tts-demo.yaml");
   const json greedy = speech("g", "alice", {5, 6, 7}, 40);
   const json seeded = sampled(speech("s", "bob", {1, 2}, 40), 0.9, 20, 3);
   const auto want = expected(d, {greedy, seeded});
@@ -224,7 +216,7 @@ TEST_CASE("serve: a request streams the engine's events, as server-sent events o
 }
 
 TEST_CASE("serve: frame events carry the engine's event body, the latents are not sent") {
-  const auto d = deployment("world-demo.yaml");
+  const auto d = test::shipped("world-demo.yaml");
   const json w{{"id", "w"}, {"frames", 2}, {"seed", 4}};
   const auto want = expected(d, {w});
   Running srv(d);
@@ -237,7 +229,7 @@ TEST_CASE("serve: frame events carry the engine's event body, the latents are no
 }
 
 TEST_CASE("serve: concurrent clients each get exactly their own events, whatever the others do") {
-  const auto d = deployment("tts-demo.yaml");
+  const auto d = test::shipped("tts-demo.yaml");
   std::vector<json> requests;
   for (int i = 0; i < 6; ++i) {
     json r = speech(fmt::format("c{}", i), i % 2 ? "bob" : "alice", {1 + i, 2 + i, 3}, 20 + 8 * i);
@@ -278,7 +270,7 @@ TEST_CASE("serve: concurrent clients each get exactly their own events, whatever
 }
 
 TEST_CASE("serve: a client that hangs up cancels its request at once and frees its slot") {
-  const auto d = deployment("tts-demo.yaml", {"resources.voice_kv.max_slots=1"});
+  const auto d = test::shipped("tts-demo.yaml", {"resources.voice_kv.max_slots=1"});
   Running srv(d);
   SUBCASE("mid-stream") {
     int chunks = 0;
@@ -311,7 +303,7 @@ TEST_CASE("serve: a client that hangs up cancels its request at once and frees i
 }
 
 TEST_CASE("serve: 429 with Retry-After when the queue is full") {
-  const auto d = deployment("tts-demo.yaml", {"resources.voice_kv.max_slots=1"});
+  const auto d = test::shipped("tts-demo.yaml", {"resources.voice_kv.max_slots=1"});
   serve::ServeOptions o;
   o.max_queue = 1;
   Running srv(d, o);
@@ -335,7 +327,7 @@ TEST_CASE("serve: 429 with Retry-After when the queue is full") {
 }
 
 TEST_CASE("serve: bad requests are refused with a JSON error naming the problem") {
-  const auto d = deployment("tts-demo.yaml");
+  const auto d = test::shipped("tts-demo.yaml");
   serve::ServeOptions o;
   o.max_body = 4096;
   Running srv(d, o);
@@ -398,7 +390,7 @@ TEST_CASE("serve: the connection layer holds its limits: head, body however fram
   o.max_body = 4096;
   o.read_timeout_s = 1;
   o.threads_http = 2;
-  Running srv(deployment("tts-demo.yaml"), o);
+  Running srv(test::shipped("tts-demo.yaml"), o);
   auto error_of = [](const std::string& answer) {
     const auto b = answer.find("\r\n\r\n");
     REQUIRE(b != std::string::npos);
@@ -465,7 +457,7 @@ TEST_CASE("serve: the connection layer holds its limits: head, body however fram
 }
 
 TEST_CASE("serve: /metrics is Prometheus text, and counts what happened") {
-  const auto d = deployment("tts-demo.yaml");
+  const auto d = test::shipped("tts-demo.yaml");
   Running srv(d);
   const Streamed s = post(srv.port, speech("m", "alice", {3}, 20));
   REQUIRE(s.events.size() == 3);
@@ -515,7 +507,7 @@ TEST_CASE("serve: /metrics is Prometheus text, and counts what happened") {
 }
 
 TEST_CASE("serve: the engine thread sleeps while nothing runs") {
-  const auto d = deployment("tts-demo.yaml");
+  const auto d = test::shipped("tts-demo.yaml");
   Running srv(d);
   post(srv.port, speech("w", "alice", {3}, 4));
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the OpenMP threads stop spinning
@@ -531,7 +523,7 @@ TEST_CASE("serve: the engine thread sleeps while nothing runs") {
 }
 
 TEST_CASE("serve: a client that reads too slowly has its request cancelled, and nobody else notices") {
-  const auto d = deployment("tts-demo.yaml");
+  const auto d = test::shipped("tts-demo.yaml");
   const json fast = sampled(speech("fast", "bob", {2, 3}, 64), 0.8, 30, 11);
   const auto want = expected(d, {fast});
   serve::EngineLoop loop(d, {8, 3});
@@ -561,7 +553,7 @@ TEST_CASE("serve: a client that reads too slowly has its request cancelled, and 
 }
 
 TEST_CASE("serve: an address that cannot be bound is an input error naming it") {
-  const auto d = deployment("tts-demo.yaml");
+  const auto d = test::shipped("tts-demo.yaml");
   Running first(d);
   serve::ServeOptions o;
   o.port = first.port;
@@ -576,7 +568,7 @@ TEST_CASE("serve: an address that cannot be bound is an input error naming it") 
 
 TEST_CASE("serve: shutdown cancels the running streams, or lets them finish within the drain time") {
   SUBCASE("cancel") {
-    Running srv(deployment("tts-demo.yaml"));
+    Running srv(test::shipped("tts-demo.yaml"));
     Streamed s;
     std::atomic<bool> started{false};
     std::thread client([&] { s = post(srv.port, speech("long", "alice", {3}, 1 << 24), false, [&](const json&) { return started = true; }); });
@@ -594,7 +586,7 @@ TEST_CASE("serve: shutdown cancels the running streams, or lets them finish with
   SUBCASE("drain") {
     serve::ServeOptions o;
     o.drain_seconds = 30;
-    Running srv(deployment("tts-demo.yaml"), o);
+    Running srv(test::shipped("tts-demo.yaml"), o);
     Streamed s;
     std::atomic<bool> started{false};
     std::thread client([&] { s = post(srv.port, speech("short", "alice", {1}, 96), false, [&](const json&) { return started = true; }); });

@@ -15,6 +15,7 @@
 
 #include "core/files.h"
 #include "core/json_text.h"
+#include "deployments.h"
 #include "engine/engine.h"
 #include "engine/program.h"
 #include "engine/run.h"
@@ -35,15 +36,6 @@ std::string slurp(const fs::path& p) {
 }
 
 void spill(const fs::path& p, const std::string& s) { std::ofstream(p, std::ios::binary) << s; }
-
-ResolvedDeployment load(const fs::path& config, const std::vector<std::string>& sets = {}) {
-  Diagnostics d;
-  std::vector<SetOverride> so;
-  for (const auto& s : sets) so.push_back(parse_set(s));
-  auto r = load_deployment(config, so, d);
-  REQUIRE_MESSAGE(r, d.str());
-  return *r;
-}
 
 fs::path source(const std::string& rel) { return fs::path(MSTAR_SOURCE_DIR) / rel; }
 
@@ -139,31 +131,31 @@ TEST_CASE("snapshot: speech streams resume bit for bit, greedy and sampled, stre
   const std::string sampled = R"({"temperature": 0.9, "top_k": 40, "top_p": 0.95, "seed": 77})";
   SUBCASE("tts, stream positions, sampled, snapshot after eviction began") {
     // retention sink 4 + window 124: by step 150 the window has wrapped.
-    check_resume(load(source("configs/tts-demo.yaml"), {"workload.requests.count=0"}),
+    check_resume(test::shipped("tts-demo.yaml", {"workload.requests.count=0"}),
                  speech_line("a", "alice", 220, 0, sampled), speech_line("b", "bob", 60, 3, sampled), 150);
   }
   SUBCASE("tts, stream positions, greedy, snapshot before its first step") {
-    check_resume(load(source("configs/tts-demo.yaml"), {"workload.requests.count=0"}),
+    check_resume(test::shipped("tts-demo.yaml", {"workload.requests.count=0"}),
                  speech_line("a", "alice", 40, 2, ""), speech_line("b", "bob", 30, 0, ""), 2);
   }
   SUBCASE("tts, cache positions, sampled") {
     const fs::path c = variant(dir, "tts-demo.yaml", "tiny-tts.yaml", {{"  end_token: 1023\n", "  end_token: 1023\n  positions: cache\n"}});
-    check_resume(load(c, {"workload.requests.count=0"}), speech_line("a", "bob", 200, 0, sampled),
+    check_resume(test::load_or_fail(c, {"workload.requests.count=0"}), speech_line("a", "bob", 200, 0, sampled),
                  speech_line("b", "alice", 50, 1, sampled), 140);
   }
   SUBCASE("hf checkpoint, cache positions, greedy") {
-    check_resume(load(source("configs/hf-demo.yaml"), {"workload.requests.count=0"}),
+    check_resume(test::shipped("hf-demo.yaml", {"workload.requests.count=0"}),
                  speech_line("a", "alice", 40, 0, ""), speech_line("b", "bob", 30, 0, ""), 17);
   }
   SUBCASE("hf checkpoint, stream positions, sampled") {
     const fs::path c = variant(dir, "hf-demo.yaml", "hf-demo.yaml", {{"positions: cache", "positions: stream"}});
-    check_resume(load(c, {"workload.requests.count=0"}), speech_line("a", "bob", 40, 0, sampled),
+    check_resume(test::load_or_fail(c, {"workload.requests.count=0"}), speech_line("a", "bob", 40, 0, sampled),
                  speech_line("b", "alice", 30, 0, sampled), 7);
   }
 }
 
 TEST_CASE("snapshot: frame rollouts resume bit for bit, with and without controls") {
-  const auto d = load(source("configs/world-demo.yaml"), {"workload.requests.count=0"});
+  const auto d = test::shipped("world-demo.yaml", {"workload.requests.count=0"});
   // Local layers keep 4 frames, global ones 16 at dilation 4: at frame 19
   // both rings have wrapped.
   check_resume(d, R"({"id": "a", "frames": 30, "seed": 5, "arrival": 0})" "\n",
@@ -194,7 +186,7 @@ TEST_CASE("snapshot: resumed in another process, a stream goes on bit for bit") 
 
 TEST_CASE("snapshot: a snapshot of a stream under another id, in the same engine, runs beside the original") {
   TempDir dir;
-  auto engine = Engine::create(load(source("configs/tts-demo.yaml"), {"workload.requests.count=0"}));
+  auto engine = Engine::create(test::shipped("tts-demo.yaml", {"workload.requests.count=0"}));
   const std::string snap = dir / "a.snap";
   const auto events = run(*engine, speech_line("a", "alice", 50, 0, R"({"temperature": 1.0, "seed": 1})") +
                                        op_line("snapshot", "a", snap, 20) +
@@ -221,10 +213,10 @@ TEST_CASE("snapshot: a slot pool of another size is no obstacle, and a waiting r
   TempDir dir;
   const std::string snap = dir / "a.snap";
   const std::string sampled = R"({"temperature": 0.8, "seed": 12})";
-  const auto first = run(load(source("configs/tts-demo.yaml"), {"workload.requests.count=0"}),
+  const auto first = run(test::shipped("tts-demo.yaml", {"workload.requests.count=0"}),
                          speech_line("a", "alice", 60, 0, sampled) + op_line("snapshot", "a", snap, 30));
   // One slot, held by another request when the resume arrives.
-  const auto d1 = load(source("configs/tts-demo.yaml"), {"workload.requests.count=0", "resources.voice_kv.max_slots=1"});
+  const auto d1 = test::shipped("tts-demo.yaml", {"workload.requests.count=0", "resources.voice_kv.max_slots=1"});
   const auto second = run(d1, speech_line("x", "bob", 20, 0, sampled) +
                                   R"({"op": "resume", "path": ")" + snap + R"(", "arrival": 1})" "\n");
   CHECK(after(second, "a", "resumed") == after(first, "a", "snapshot"));
@@ -243,7 +235,7 @@ struct Saved {
 Saved saved_speech() {
   TempDir dir;
   const std::string snap = dir / "a.snap";
-  Saved s{load(source("configs/tts-demo.yaml"), {"workload.requests.count=0"}), {}, {}};
+  Saved s{test::shipped("tts-demo.yaml", {"workload.requests.count=0"}), {}, {}};
   run(s.d, speech_line("a", "alice", 40, 0, R"({"temperature": 0.8, "seed": 2})") + op_line("snapshot", "a", snap, 9));
   s.bytes = slurp(snap);
   s.f = fingerprints(s.d);
@@ -328,7 +320,7 @@ TEST_CASE("snapshot: another model, weights, geometry, voice or settings: refuse
   // Each engine serves a good request beside the refused resume, and that
   // request's stream is what it is alone.
   auto refused = [&](const fs::path& config, const std::string& expect) {
-    const auto d = load(config, {"workload.requests.count=0"});
+    const auto d = test::load_or_fail(config, {"workload.requests.count=0"});
     const std::string good = speech_line("g", "bob", 12, 0, R"({"temperature": 0.5, "seed": 4})");
     const auto alone = run(d, good);
     const auto events = run(d, good + R"({"op": "resume", "path": ")" + snap + R"(", "id": "a", "arrival": 0})" "\n");
@@ -354,7 +346,7 @@ TEST_CASE("snapshot: another model, weights, geometry, voice or settings: refuse
   refused(variant(dir, "tts-demo.yaml", "tiny-tts.yaml", {}, {{"chunk_tokens: 16", "chunk_tokens: 8"}}),
           "the stream was made with workload settings");
   // A frames engine does not take a speech stream.
-  auto world = Engine::create(load(source("configs/world-demo.yaml"), {"workload.requests.count=0"}));
+  auto world = Engine::create(test::shipped("world-demo.yaml", {"workload.requests.count=0"}));
   const auto events = run(*world, R"({"op": "resume", "path": ")" + snap + R"("})" "\n");
   REQUIRE(events.size() == 1);
   CHECK(events[0]["message"].get<std::string>().find("resume: snapshot " + snap + ": was made with another model") == 0);
@@ -362,7 +354,7 @@ TEST_CASE("snapshot: another model, weights, geometry, voice or settings: refuse
 
 TEST_CASE("snapshot: missing, unwritable and unknown: errors that leave the streams alone") {
   TempDir dir;
-  const auto d = load(source("configs/tts-demo.yaml"), {"workload.requests.count=0"});
+  const auto d = test::shipped("tts-demo.yaml", {"workload.requests.count=0"});
   const std::string line = speech_line("a", "alice", 20, 0, "");
   const auto clean = run(d, line);
   const auto events = run(d, line + op_line("snapshot", "a", dir / "no/such/dir/a.snap", 3) +

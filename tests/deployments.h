@@ -1,0 +1,29 @@
+#pragma once
+// Deployments for tests, loaded as mstar-run loads them (load_deployment,
+// --set overrides): a test that cannot load its deployment fails with the
+// diagnostics.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "engine/program.h"
+
+namespace mstar::test {
+
+inline ResolvedDeployment load_or_fail(const std::filesystem::path& config, const std::vector<std::string>& sets = {}) {
+  Diagnostics d;
+  std::vector<SetOverride> so;
+  for (const auto& s : sets) so.push_back(parse_set(s));
+  auto r = load_deployment(config, so, d);
+  REQUIRE_MESSAGE(r, d.str());
+  return *r;
+}
+
+// A shipped deployment, configs/NAME.
+inline ResolvedDeployment shipped(const std::string& name, const std::vector<std::string>& sets = {}) {
+  return load_or_fail(std::filesystem::path(MSTAR_SOURCE_DIR) / "configs" / name, sets);
+}
+
+}  // namespace mstar::test
