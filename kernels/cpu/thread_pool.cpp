@@ -22,12 +22,16 @@ constexpr auto kSpin = std::chrono::microseconds(200);
 
 // One poll of that wait: a hint to the core, not sched_yield. A yield hands
 // the core to any runnable process, even one at nice 19, and the worker
-// need not get it back before the caller has done the job alone. Beside two fuzzers at nice 19 (Zen 4,
-// bf16 weights and activations, 3 alternated rounds;
-// docs/bench/cpu/s19-pool-pause.md) the helper did a fifth of a 16-row
-// 4864 -> 896 product's tiles, and 2 threads took 804-1,074 us against
-// 849-1,053 for one; polling with pause, half the tiles and 585-672 us, and
-// the Qwen2.5-0.5B-shaped 16-stream step went from 112-135 to 106-114 ms.
+// need not get it back before the caller has done the job alone. Beside
+// two fuzzers at nice 19 (Zen 4, bf16 weights and activations, 3 alternated
+// rounds; docs/bench/cpu/s19-pool-pause.md) the helper did a fifth of a
+// 16-row 4864 -> 896 product's tiles, and 2 threads took 804-1,074 us
+// against 849-1,053 for one; polling with pause, half the tiles and 585-672
+// us, and the Qwen2.5-0.5B-shaped 16-stream step went from 112-135 to
+// 106-114 ms. On the idle machine the two polls measured alike; beside
+// busy-looping neighbours neither kept a 0.4 ms product on 2 threads from
+// being slower than on 1 in some rounds (docs/PERFORMANCE.md, "Nineteenth
+// session").
 inline void relax() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
