@@ -13,11 +13,12 @@ namespace mstar::kernels {
 
 namespace {
 
-// How long an idle worker polls for the next job before sleeping. A decode
-// step launches a few hundred small jobs back to back, a few microseconds
-// apart; waking from a futex costs tens of microseconds, so workers poll
-// across those gaps, holding their cores; longer than this and they would
-// hold them from other processes between steps.
+// How long an idle worker polls for the next job before sleeping, and the
+// caller for its helpers before yielding. A decode step launches a few
+// hundred small jobs back to back, a few microseconds apart; waking from a
+// futex costs tens of microseconds, so workers poll across those gaps,
+// holding their cores; longer than this and they would hold them from other
+// processes between steps.
 constexpr auto kSpin = std::chrono::microseconds(200);
 
 // One poll of that wait: a hint to the core, not sched_yield. A yield hands
@@ -38,6 +39,19 @@ inline void relax() {
 #elif defined(__aarch64__)
   asm volatile("yield");
 #endif
+}
+
+// Polls with relax() while busy() holds, for up to kSpin; true when it
+// stopped holding, false when the time ran out first.
+template <class Busy>
+bool poll(Busy busy) {
+  const auto until = std::chrono::steady_clock::now() + kSpin;
+  while (busy())
+    if (std::chrono::steady_clock::now() >= until)
+      return false;
+    else
+      relax();
+  return true;
 }
 
 class Pool {
@@ -76,7 +90,20 @@ class Pool {
     // those inside: waiting for every helper to check in made two threads
     // slower than one whenever a neighbour held the other core.
     gate_.fetch_or(kClosed, std::memory_order_acq_rel);
-    while ((gate_.load(std::memory_order_acquire) & kInside) != 0) std::this_thread::yield();
+    // Those inside are finishing an item, microseconds: poll for them as the
+    // workers poll for jobs. This wait used to yield at once, and a yield
+    // beside any runnable process (a fuzzer at nice 19, a busy neighbour)
+    // can lend the caller's core for a whole time slice, milliseconds, at
+    // the end of every product. Beside two niced fuzzers (Zen 4, 3
+    // alternated rounds; docs/PERFORMANCE.md, "Twentieth session") the
+    // Qwen2.5-0.5B-shaped one-stream step went from 44.6-51.9 to 31.7-34.5
+    // ms with the poll, and beside two busy neighbours a one-row 896 ->
+    // 4864 product on 2 threads went from 307-430 us (1 thread: 361-391)
+    // to 209-358 (1 thread: 350-385). Past kSpin a helper has lost its
+    // core; then yield rather than hold this one.
+    const auto inside = [&] { return (gate_.load(std::memory_order_acquire) & kInside) != 0; };
+    if (!poll(inside))
+      while (inside()) std::this_thread::yield();
   }
 
  private:
@@ -109,9 +136,7 @@ class Pool {
   void loop(int index, uint64_t seen) {
     for (;;) {
       // Poll for a new job, then sleep until one comes.
-      const auto until = std::chrono::steady_clock::now() + kSpin;
-      while (generation_.load(std::memory_order_acquire) == seen && std::chrono::steady_clock::now() < until) relax();
-      if (generation_.load(std::memory_order_acquire) == seen) {
+      if (!poll([&] { return generation_.load(std::memory_order_acquire) == seen; })) {
         std::unique_lock lk(m_);
         cv_.wait(lk, [&] { return generation_.load(std::memory_order_acquire) != seen; });
       }
