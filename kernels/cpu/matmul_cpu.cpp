@@ -103,6 +103,21 @@ void matmul_bf16_tiles(const MatmulParams& p) {
   });
 }
 
+// One row of bf16 activations (one stream's decode step) over bf16 weight
+// rows of at most kF32OneRowMaxIn takes the f32 panels over x rounded, not
+// the vdpbf16ps panels: the same product, and the f32 panels streamed the
+// weights faster. On Zen 4 (2 threads, cold, nothing else running, 6
+// alternated rounds; docs/PERFORMANCE.md, "Twentieth session") one row of
+// 896 -> 4864 took 218-279 us against 263-325 with the pairs, and the
+// logits (896 -> 151,936) 6.8-10.2 ms against 8.8-12.9. Longer rows keep
+// the pairs (3 rounds beside two niced fuzzers): 8960 -> 1536 took 674-807 us on them against 688-891 on the
+// f32 panels, 8192 -> 2048 741-984 against 760-1,020 (1536 -> 8960, whose
+// rows are short, 596-657 on the f32 panels against 761-891). Two rows and
+// more keep them too: their tiles reuse each weight vector for every row.
+// Why the pairs' one-row tile streams slower was not found.
+constexpr int64_t kPairsFromRows = 2;
+constexpr int64_t kF32OneRowMaxIn = 1536;
+
 // The avx512_bf16 bodies over x rounded.
 void matmul_bf16_pairs(const MatmulParams& p, MatmulPath path) {
   const int64_t xs = (p.in + 1) / 2 * 2;
@@ -143,7 +158,8 @@ void matmul_cpu_path(const MatmulParams& p, CpuIsa isa, MatmulPath path) {
   if (p.x_dtype == DType::bf16) {
 #if defined(__x86_64__)
     if (path == MatmulPath::tiles) return matmul_bf16_tiles(p);
-    if (has_bf16_pairs(isa) && p.w_dtype == DType::bf16) return matmul_bf16_pairs(p, path);
+    if (has_bf16_pairs(isa) && p.w_dtype == DType::bf16 && (p.rows >= kPairsFromRows || p.in > kF32OneRowMaxIn))
+      return matmul_bf16_pairs(p, path);
 #endif
     MatmulParams q = p;
     q.x = rounded_f32(p);
