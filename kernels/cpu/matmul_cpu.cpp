@@ -110,11 +110,13 @@ void matmul_bf16_tiles(const MatmulParams& p) {
 // alternated rounds; docs/PERFORMANCE.md, "Twentieth session") one row of
 // 896 -> 4864 took 218-279 us against 263-325 with the pairs, and the
 // logits (896 -> 151,936) 6.8-10.2 ms against 8.8-12.9. Longer rows keep
-// the pairs (3 rounds beside two niced fuzzers): 8960 -> 1536 took 674-807 us on them against 688-891 on the
-// f32 panels, 8192 -> 2048 741-984 against 760-1,020 (1536 -> 8960, whose
-// rows are short, 596-657 on the f32 panels against 761-891). Two rows and
-// more keep them too: their tiles reuse each weight vector for every row.
-// Why the pairs' one-row tile streams slower was not found.
+// the pairs (3 rounds beside two niced fuzzers): 8960 -> 1536 took 674-807
+// us on them against 688-891 on the f32 panels, 8192 -> 2048 741-984
+// against 760-1,020 (1536 -> 8960, whose rows are short, 596-657 on the f32
+// panels against 761-891). Two rows and more keep them too: their tiles
+// reuse each weight vector for every row. Why the pairs' one-row tile
+// streams short rows slower was not found; the rule has not been measured
+// on the amx_bf16 machine.
 constexpr int64_t kPairsFromRows = 2;
 constexpr int64_t kF32OneRowMaxIn = 1536;
 

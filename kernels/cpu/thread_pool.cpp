@@ -97,10 +97,13 @@ class Pool {
     // the end of every product. Beside two niced fuzzers (Zen 4, 3
     // alternated rounds; docs/PERFORMANCE.md, "Twentieth session") the
     // Qwen2.5-0.5B-shaped one-stream step went from 44.6-51.9 to 31.7-34.5
-    // ms with the poll, and beside two busy neighbours a one-row 896 ->
+    // ms with the poll, and with two busy neighbours added a one-row 896 ->
     // 4864 product on 2 threads went from 307-430 us (1 thread: 361-391)
-    // to 209-358 (1 thread: 350-385). Past kSpin a helper has lost its
-    // core; then yield rather than hold this one.
+    // to 209-358 (1 thread: 350-385). Beside the busy neighbours alone, 2
+    // threads stayed slower than 1 with either wait: a helper that loses
+    // its core inside an item holds the caller for the neighbour's slice.
+    // Past kSpin a helper has lost its core; then yield rather than hold
+    // this one.
     const auto inside = [&] { return (gate_.load(std::memory_order_acquire) & kInside) != 0; };
     if (!poll(inside))
       while (inside()) std::this_thread::yield();
