@@ -1,11 +1,15 @@
 // The thread pool behind every cpu op: each item runs exactly once, on a
 // worker below the thread count, however jobs follow one another; a call
 // from inside a body runs inline; a helper that arrives late (its thread was
-// away) never runs items of a job already finished.
+// away) never runs items of a job already finished; a helper woken onto
+// the caller's processor, where it may run nowhere else, stays out.
 #include <doctest/doctest.h>
+#include <sched.h>
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -56,4 +60,35 @@ TEST_CASE("thread pool: a slow item delays only itself, the next jobs see only t
       CHECK(before == job - 1);
     });
   }
+}
+
+TEST_CASE("thread pool: a helper on the caller's processor, allowed nowhere else, stays out of the job") {
+  // Every thread of the process pinned to the caller's processor: a helper
+  // that wakes there could only take turns with the caller and cannot move
+  // off, so the caller runs every item, even though each item sleeps
+  // (leaving the processor to the helper, which would otherwise take the
+  // next item).
+  const int cpu = sched_getcpu();
+  REQUIRE(cpu >= 0);
+  cpu_set_t all;
+  REQUIRE(sched_getaffinity(0, sizeof all, &all) == 0);
+  parallel_for(2, 2, [](int64_t, int) {});  // the helper exists
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  std::vector<pid_t> threads;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task"))
+    threads.push_back(static_cast<pid_t>(std::stoi(task.path().filename().string())));
+  bool pinned = true;
+  for (pid_t t : threads) pinned = sched_setaffinity(t, sizeof one, &one) == 0 && pinned;
+  std::atomic<int> helped{0};
+  if (pinned)
+    for (int job = 0; job < 50; ++job)
+      parallel_for(2, 17, [&](int64_t, int worker) {
+        if (worker != 0) helped.fetch_add(1);
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+      });
+  for (pid_t t : threads) sched_setaffinity(t, sizeof all, &all);
+  REQUIRE(pinned);
+  CHECK(helped.load() == 0);
 }

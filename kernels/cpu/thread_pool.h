@@ -5,8 +5,10 @@
 // (OpenBLAS runs single-threaded inside a pool task; OpenMP is not used for
 // parallel loops). Work is handed out an item at a time from an
 // atomic counter, so a thread the OS takes away (another process on the
-// core) delays only the item it holds: the others take the rest. Idle
-// workers spin briefly, then sleep, so a busy machine is not robbed of time.
+// core) delays only the item it holds: the others take the rest. A helper
+// woken onto the caller's own core (the kernel's choice when the other
+// cores are busy) moves to another before it takes part. Idle workers spin
+// briefly, then sleep, so a busy machine is not robbed of time.
 #include <cstdint>
 #include <type_traits>
 
