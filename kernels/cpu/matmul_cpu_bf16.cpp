@@ -109,8 +109,16 @@ void tile(const MatmulParams& p, const uint16_t* xb, int64_t xs, int64_t o, int6
     for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
   // As in the f32 panels: the first row tile asks for the next C weight rows
   // while it streams these (a decode step reads each weight from DRAM once),
-  // into L2 (matmul_cpu_impl.inc says why).
-  const char* next = r0 == 0 && o + 2 * C <= p.out ? reinterpret_cast<const char*>(w + (o + C) * K) : nullptr;
+  // into L2 (matmul_cpu_impl.inc says why). The later row tiles of the same
+  // columns read these rows from L1 and would leave the memory idle; they
+  // ask for the C rows after the next. At 16 rows on Zen 4 (2 threads,
+  // cold, 3 alternated rounds, nothing else running) 896 -> 4864 went from
+  // 576-738 to 520-604 us, 4864 -> 896 from 629-856 to 527-610, the logits
+  // from 17.3-19.2 to 15.5-17.2 ms, and the Qwen2.5-0.5B-shaped 16-stream
+  // step's scaling over one stream from 6.75-7.18 to 8.12-8.44
+  // (docs/PERFORMANCE.md, "Twenty-first session").
+  const int64_t ahead = r0 == 0 ? C : 2 * C;
+  const char* next = o + ahead + C <= p.out ? reinterpret_cast<const char*>(w + (o + ahead) * K) : nullptr;
   const auto step = [&](int64_t k, int64_t left) {
     if (next)
       for (int c = 0; c < C; ++c) __builtin_prefetch(next + (c * K + k) * 2, 0, 1);
