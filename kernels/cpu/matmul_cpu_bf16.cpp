@@ -110,7 +110,7 @@ void tile(const MatmulParams& p, const uint16_t* xb, int64_t xs, int64_t o, int6
   // As in the f32 panels: the first row tile asks for the next C weight rows
   // while it streams these (a decode step reads each weight from DRAM once),
   // into L2 (matmul_cpu_impl.inc says why). The later row tiles of the same
-  // columns read these rows from L1 and would leave the memory idle; they
+  // columns read these rows from L1 and asked for nothing ahead; now they
   // ask for the C rows after the next. At 16 rows on Zen 4 (2 threads,
   // cold, 3 alternated rounds, nothing else running) 896 -> 4864 went from
   // 576-738 to 520-604 us, 4864 -> 896 from 629-856 to 527-610, the logits
