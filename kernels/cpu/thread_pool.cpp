@@ -56,8 +56,9 @@ bool poll(Busy busy) {
   return true;
 }
 
-// The processor this thread runs on now, -1 where that cannot be told
-// (glibc reads it from the kernel's rseq area: a load, not a system call).
+// The processor this thread runs on now, -1 where that cannot be told.
+// Cheap enough to ask once a job: glibc answers from the vDSO or the rseq
+// area, without a system call.
 inline int current_cpu() {
 #if defined(__linux__)
   return sched_getcpu();

@@ -6,8 +6,8 @@
 // parallel loops). Work is handed out an item at a time from an
 // atomic counter, so a thread the OS takes away (another process on the
 // core) delays only the item it holds: the others take the rest. A helper
-// woken onto the caller's own core (the kernel's choice when the other
-// cores are busy) moves to another before it takes part, or stays out
+// woken onto the caller's own core (where the kernel often put it beside
+// busy neighbours) moves to another before it takes part, or stays out
 // where it may run on that core only. Idle workers spin briefly, then
 // sleep, so a busy machine is not robbed of time.
 #include <cstdint>
