@@ -73,6 +73,10 @@ TEST_CASE("thread pool: a helper on the caller's processor, allowed nowhere else
   cpu_set_t all;
   REQUIRE(sched_getaffinity(0, sizeof all, &all) == 0);
   parallel_for(2, 2, [](int64_t, int) {});  // the helper exists
+  // A helper that woke on the caller's processor for that job may still be
+  // moving off it, and would restore its own mask after the pinning below
+  // (a fresh-clone CI run failed so: 431 items helped); let it settle.
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
   cpu_set_t one;
   CPU_ZERO(&one);
   CPU_SET(cpu, &one);
