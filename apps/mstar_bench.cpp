@@ -205,6 +205,12 @@ int main(int argc, char** argv) {
                    "time a decode step's matrix products alone, cold, at this many rows (streams), and their sum "
                    "over the sweep's step when --streams has that count; 0: not")
       ->check(CLI::Range(0, 4096));
+  ckpt->add_option("--roofline", copt.roofline,
+                   "one-stream decode steps at the deployment's threads and at one, each pair beside a read of memory "
+                   "the moment before: this many pairs; 0: not")
+      ->check(CLI::Range(0, 100000));
+  ckpt->add_option("--neighbours", copt.neighbours, "busy-looping processes running beside the --roofline pairs")
+      ->check(CLI::Range(0, 1024));
   ckpt->add_option("--kv-dtype", ckv, "the cache's dtype")->check(CLI::IsMember({"f32", "f16", "bf16"}));
   ckpt->add_option("--activations", cact, "what the matrix products round activations to (the deployment's key)")
       ->check(CLI::IsMember({"f32", "bf16"}));
@@ -389,7 +395,7 @@ int main(int argc, char** argv) {
       copt.streams = cstreams.empty() ? std::vector<int64_t>{} : parse_list(cstreams, "--streams");
       if (!depths.empty()) copt.depths = parse_list(depths, "--depths", 0);  // 0: a fresh stream
       const CheckpointBench b = bench_checkpoint(folder, copt);
-      for (const Table* t : {&b.load, &b.sweep, &b.products, &b.depths, &b.prefill}) {
+      for (const Table* t : {&b.load, &b.sweep, &b.products, &b.depths, &b.prefill, &b.roofline}) {
         if (t->rows.empty()) continue;
         if (t != &b.load && fmt_out == Format::markdown) std::cout << "\n";
         std::cout << render(*t, fmt_out);

@@ -13,6 +13,8 @@
 #include "bench/compute.h"
 #include "bench/machine.h"
 #include "bench/matmul.h"
+#include "bench/memory.h"
+#include "bench/neighbours.h"
 #include "bench/step_flops.h"
 #include "core/errors.h"
 #include "cpu/isa.h"
@@ -244,6 +246,9 @@ CheckpointBench bench_checkpoint(const std::filesystem::path& folder, const Chec
   if (o.products > 0 && o.backend != Backend::cpu)
     throw ConfigError(fmt::format("--products {}: times the cpu backend's products, not --backend {}", o.products,
                                   to_string(o.backend)));
+  if (o.neighbours > 0 && o.roofline == 0)
+    throw ConfigError(fmt::format("--neighbours {}: they run beside the --roofline pairs; give --roofline too",
+                                  o.neighbours));
   namespace fs = std::filesystem;
   // The manifest and deployment written for the folder, removed however the
   // benchmark ends.
@@ -309,6 +314,7 @@ CheckpointBench bench_checkpoint(const std::filesystem::path& folder, const Chec
   }
   if (!o.depths.empty()) out.depths = stream_table(bench_stream(d, o.depths, o.probe));
   if (o.prefill > 0) out.prefill = bench_prefill(d, o.prefill, 3);
+  if (o.roofline > 0) out.roofline = bench_roofline(d, o.roofline, o.neighbours);
   return out;
 }
 
@@ -348,6 +354,61 @@ Table bench_step_products(const TrunkShape& t, int64_t vocab, DType weights, DTy
   for (size_t i = 0; i < products.size(); ++i) tab.rows[i].back() = total_ms > 0 ? ms[i] / total_ms : 0.0;
   tab.rows.push_back({"all", "", rows, "", "", "", "", total_ms, 1.0});
   return tab;
+}
+
+Table bench_roofline(const ResolvedDeployment& d, int pairs, int neighbours) {
+  MSTAR_ASSERT(pairs >= 1, "bench_roofline: a pair at least");
+  const int threads = static_cast<int>(d.deployment.threads);
+  SpeechBench sb = speech_bench(d, "checkpoint --roofline");
+  std::optional<SpeechBench> one;  // the same model on one thread
+  if (threads > 1) {
+    ResolvedDeployment d1 = d;
+    d1.deployment.threads = 1;
+    one.emplace(speech_bench(d1, "checkpoint --roofline"));
+  }
+  const ReadProbe probe(threads, int64_t{512} << 20);
+  const auto bytes = static_cast<double>(d.model.weights_bytes);
+  // Fresh streams: a short voice-like prompt, then single tokens.
+  const int64_t rows = sb.spec.config.rows_per_request;
+  Stream s(sb.spec, sb.options);
+  std::optional<Stream> s1;
+  s.feed(*sb.model, std::vector<int32_t>(16, 7), rows);
+  if (one) {
+    s1.emplace(one->spec, one->options);
+    s1->feed(*one->model, std::vector<int32_t>(16, 7), rows);
+  }
+  Table t{{"pair", "read_gbs", "read4_gbs", "step_ms", "of_read"}, {}};
+  if (one) t.columns.insert(t.columns.end(), {"one_thread_ms", "over_one"});
+  std::vector<std::vector<double>> seen(t.columns.size() - 1);
+  {
+    const Neighbours busy(neighbours);
+    for (int i = 0; i < pairs; ++i) {
+      const ReadProbe::Reads r = probe.measure();
+      // The untimed step first: the pool's helpers may have gone to sleep
+      // during the read (bench_stream says why).
+      s.feed(*sb.model, {5}, rows);
+      const double step = s.feed(*sb.model, {5}, rows);
+      std::vector<double> m{r.read_gbs, r.read4_gbs, step * 1e3,
+                            bytes / step / 1e9 / std::max(r.read_gbs, r.read4_gbs)};
+      if (one) {
+        s1->feed(*one->model, {5}, rows);
+        const double step1 = s1->feed(*one->model, {5}, rows);
+        m.insert(m.end(), {step1 * 1e3, step1 / step});
+      }
+      std::vector<nlohmann::json> row{i + 1};
+      for (size_t c = 0; c < m.size(); ++c) {
+        row.emplace_back(m[c]);
+        seen[c].push_back(m[c]);
+      }
+      t.rows.push_back(std::move(row));
+    }
+  }
+  for (double p : {10.0, 50.0, 90.0}) {
+    std::vector<nlohmann::json> row{p == 50.0 ? std::string("median") : fmt::format("p{:.0f}", p)};
+    for (const auto& column : seen) row.emplace_back(percentile(column, p));
+    t.rows.push_back(std::move(row));
+  }
+  return t;
 }
 
 Table bench_prefill(const ResolvedDeployment& d, int64_t tokens, int repeats) {

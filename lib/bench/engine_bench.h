@@ -67,6 +67,8 @@ struct CheckpointOptions {
   int probe = 8;                // decode steps timed at each depth
   int64_t prefill = 0;          // prompt tokens; 0: no prefill table
   int64_t products = 0;         // rows of the products table (cpu only); 0: none
+  int roofline = 0;             // pairs of bench_roofline; 0: none
+  int neighbours = 0;           // busy loops beside bench_roofline's pairs (bench/neighbours.h)
 };
 struct CheckpointBench {
   Table load;     // load_s, weights_mib, rss_after_load_mib
@@ -81,6 +83,7 @@ struct CheckpointBench {
   // many streams, its last row's of_step is the products' sum over the
   // sweep's median step at that count (its last round's with one round).
   Table products;
+  Table roofline;  // bench_roofline's table
 };
 CheckpointBench bench_checkpoint(const std::filesystem::path& folder, const CheckpointOptions& o);
 
@@ -92,6 +95,21 @@ CheckpointBench bench_checkpoint(const std::filesystem::path& folder, const Chec
 // their sum, which says how much of a step the products alone take.
 Table bench_step_products(const TrunkShape& t, int64_t vocab, DType weights, DType activations, int64_t rows,
                           int threads, int repeats);
+
+// One-stream decode beside the memory's read, pair by pair: each pair reads
+// a 512 MiB array (ReadProbe: read_gbs, read4_gbs), then takes one untimed
+// and one timed decode step of a fresh stream (step_ms, at the deployment's
+// threads) and, with more than one thread, the same with one thread
+// (one_thread_ms, a second model built with threads 1). of_read is the
+// weights' bytes (every tensor as stored, each read once a step) over
+// step_ms, as a share of the larger read of its own pair: the roofline
+// "weight bytes per token / measured read bandwidth". over_one is
+// one_thread_ms / step_ms. A shared machine's memory changes speed within
+// seconds, so each step is set beside the read taken the moment before
+// rather than one measured minutes apart. Rows: the pairs, then p10, median
+// and p90 of every column. With `neighbours`, that many busy loops run
+// beside the pairs (and their reads).
+Table bench_roofline(const ResolvedDeployment& d, int pairs, int neighbours);
 
 // One prompt of `tokens` fed into a fresh single-request cache in chunks of
 // the query window, `repeats` times: median seconds and tokens per second.

@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <string>
 
+#include "core/buffer.h"
+
 namespace mstar::bench {
 
 constexpr int64_t kReadStreams = 4;
@@ -22,6 +24,23 @@ struct Bandwidth {
 };
 
 Bandwidth measure_bandwidth(int threads, int64_t array_bytes, int repeats);
+
+// The two reads alone, over an array of its own, as often as asked: what
+// the interleaved roofline (engine_bench.h) sets each decode step beside,
+// the moment before it.
+class ReadProbe {
+ public:
+  ReadProbe(int threads, int64_t array_bytes);
+  struct Reads {
+    double read_gbs = 0, read4_gbs = 0;
+  };
+  [[nodiscard]] Reads measure() const;
+
+ private:
+  int threads_;
+  int64_t n_;     // doubles in the array
+  HostBuffer b_;  // [n_] f64 (held as 2 * n_ f32), every element 2.0
+};
 
 // The CUDA device's bandwidth, the same two figures over three device arrays
 // of array_bytes: copy (cudaMemcpyAsync device to device, read and write
