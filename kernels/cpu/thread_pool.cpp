@@ -70,7 +70,10 @@ inline int current_cpu() {
 // Moves this thread off processor `cpu` and leaves it free to come back
 // later: it is barred from `cpu` for a moment, which makes the kernel
 // migrate it, and then allowed there again. False when it may run nowhere
-// else (the process is pinned to that one processor).
+// else (the process is pinned to that one processor). The mask is put back
+// only if it is still the one set here: an affinity someone else gave the
+// thread in between (taskset on the running process) is theirs to keep.
+// The window left is between that read and the write after it.
 inline bool move_off(int cpu) {
 #if defined(__linux__)
   cpu_set_t allowed;
@@ -78,7 +81,9 @@ inline bool move_off(int cpu) {
   cpu_set_t others = allowed;
   CPU_CLR(cpu, &others);
   if (CPU_COUNT(&others) == 0 || sched_setaffinity(0, sizeof others, &others) != 0) return false;
-  sched_setaffinity(0, sizeof allowed, &allowed);
+  cpu_set_t now;
+  if (sched_getaffinity(0, sizeof now, &now) == 0 && CPU_EQUAL(&now, &others))
+    sched_setaffinity(0, sizeof allowed, &allowed);
   return true;
 #else
   (void)cpu;
