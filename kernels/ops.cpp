@@ -44,6 +44,11 @@ void matmul(Backend b, const MatmulParams& p) {
   not_built(op, b);
 }
 
+void release_weights(Backend b) {
+  // Only the cpu backend's helpers can outlive a product.
+  if (b == Backend::cpu) release_weights_cpu();
+}
+
 void rmsnorm(Backend b, const RmsNormParams& p) {
   constexpr const char* op = "rmsnorm";
   nonneg(op, "rows", p.rows);

@@ -29,6 +29,11 @@ struct MatmulParams {
   int64_t y_stride = 0;
   bool accumulate = false;
   int threads = 1;
+  // The weights stay valid until release_weights(backend) returns: the cpu
+  // backend may then leave a panel a helper holds to that helper, which
+  // lost its core, run it again and return before the helper is done with
+  // it (cpu/thread_pool.h, RedoJob). The models' trunks give this.
+  bool weights_outlive_call = false;
 };
 
 // out[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w.
@@ -110,10 +115,14 @@ void embed(Backend b, const EmbedParams& p);
 void gather_rows(Backend b, const GatherRowsParams& p);
 void add_rows(Backend b, const AddRowsParams& p);
 void lerp(Backend b, const LerpParams& p);
+// Returns once nothing the backend still runs reads the weights of earlier
+// products given weights_outlive_call: call it before freeing them.
+void release_weights(Backend b);
 
 // The host backends, for the dispatcher and for tests.
 void matmul_reference(const MatmulParams& p);
 void matmul_cpu(const MatmulParams& p);
+void release_weights_cpu();
 void rmsnorm_reference(const RmsNormParams& p);
 void rmsnorm_cpu(const RmsNormParams& p);
 void silu_mul_reference(const SiluMulParams& p);

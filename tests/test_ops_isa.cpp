@@ -290,3 +290,45 @@ TEST_CASE("max: the instruction set's body finds the largest and its lowest inde
   }
   CHECK(max_cpu_isa({0, nullptr}, isa).index == 0);
 }
+
+// With weights_outlive_call a product of few rows runs its panels as a redo
+// job (matmul_cpu.cpp): a helper's panels are computed aside and copied in.
+// The bits must be those of the ordinary job, bias and accumulation
+// included.
+TEST_CASE("matmul: panels run as a redo job give the ordinary job's bits") {
+  const CpuIsa isa = test::isa_under_test();
+  for (DType dt : {DType::f32, DType::f16, DType::bf16})
+    for (DType x_dtype : {DType::f32, DType::bf16})
+      for (int64_t rows : {1, 2, 4})
+        for (int64_t in : {17, 97, 1537})
+          for (int64_t out : {17, 1000})
+            for (int threads : {2, 3}) {
+              CAPTURE(to_string(dt));
+              CAPTURE(to_string(x_dtype));
+              CAPTURE(rows);
+              CAPTURE(in);
+              CAPTURE(out);
+              CAPTURE(threads);
+              const bool bias = (rows + in) % 2 == 0, accumulate = (in + out) % 3 == 0;
+              test::Rng rng(static_cast<uint64_t>(rows * 7919 + in * 31 + out));
+              const int64_t xs = in + 3, ys = out + 5;
+              const std::vector<float> x = rng.normals(static_cast<size_t>(rows * xs));
+              const std::vector<unsigned char> w = stored(rng.normals(static_cast<size_t>(out * in)), dt);
+              const std::vector<float> b = rng.normals(static_cast<size_t>(out));
+              const std::vector<float> y0 = rng.normals(static_cast<size_t>(rows * ys));
+              std::vector<float> want = y0, got = y0;
+              MatmulParams p;
+              p.rows = rows, p.in = in, p.out = out;
+              p.x = x.data(), p.x_stride = xs, p.x_dtype = x_dtype;
+              p.w = w.data(), p.w_dtype = dt;
+              p.bias = bias ? b.data() : nullptr;
+              p.y_stride = ys, p.accumulate = accumulate, p.threads = threads;
+              p.y = want.data();
+              matmul_cpu_path(p, isa, MatmulPath::panels);
+              p.y = got.data();
+              p.weights_outlive_call = true;
+              matmul_cpu_path(p, isa, MatmulPath::panels);
+              release_weights(Backend::cpu);  // before w goes
+              REQUIRE(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
+            }
+}

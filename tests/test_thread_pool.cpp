@@ -96,3 +96,75 @@ TEST_CASE("thread pool: a helper on the caller's processor, allowed nowhere else
   REQUIRE(pinned);
   CHECK(helped.load() == 0);
 }
+
+namespace {
+
+// A RedoJob over `n` counters: run and publish add one to item i's, so
+// every counter ends at one when each item is published exactly once. The
+// caller's run sleeps `run_sleep` on every item, so a helper wakes while
+// items are left; with `hold`, a helper's first run_aside waits until the
+// test lets it go (`go`), as if its core were taken, and notes whether it
+// was let go or gave up after 10 s.
+struct CountingJob : RedoJob {
+  std::vector<std::atomic<int>> published;
+  std::atomic<int> asides{0}, held{0}, left{0};
+  std::atomic<bool> hold{false}, go{false}, gave_up{false};
+  std::chrono::microseconds run_sleep{0};
+  explicit CountingJob(int64_t items) : published(static_cast<size_t>(items)) {
+    n = items;
+    run = [](RedoJob& r, int64_t i) {
+      auto& j = static_cast<CountingJob&>(r);
+      std::this_thread::sleep_for(j.run_sleep);
+      j.published[static_cast<size_t>(i)].fetch_add(1);
+    };
+    run_aside = [](RedoJob& r, int64_t) {
+      auto& j = static_cast<CountingJob&>(r);
+      j.asides.fetch_add(1);
+      if (j.hold.load() && j.held.fetch_add(1) == 0) {
+        const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (!j.go.load() && std::chrono::steady_clock::now() < give_up)
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        j.gave_up.store(!j.go.load());
+      }
+      j.left.fetch_add(1);
+    };
+    publish = [](RedoJob& r, int64_t i) { static_cast<CountingJob&>(r).published[static_cast<size_t>(i)].fetch_add(1); };
+  }
+};
+
+}  // namespace
+
+TEST_CASE("thread pool: a redo job publishes every item exactly once, job after job") {
+  for (int threads : {1, 2, 3})
+    for (int64_t n : {0, 1, 2, 17, 97, 1000}) {
+      CAPTURE(threads);
+      CAPTURE(n);
+      CountingJob job(n);
+      for (int round = 0; round < 20; ++round) {
+        job.reuse();
+        for (auto& p : job.published) p.store(0);
+        parallel_for_redo(threads, job);
+        for (const auto& p : job.published) REQUIRE(p.load() == 1);
+      }
+      job.reuse();
+    }
+}
+
+TEST_CASE("thread pool: a redo job's caller runs a lost helper's item again and returns, and reuse waits for the helper") {
+  // The helper's first item waits for the test, which lets it go only
+  // after parallel_for_redo has returned: a caller that waited for it
+  // would return only when the helper gave up, 10 s later. The helper's
+  // late result is never published, and reuse() returns only once it has
+  // left.
+  CountingJob job(64);  // 128 ms of the caller's items: time for the helper to wake
+  job.run_sleep = std::chrono::milliseconds(2);
+  job.hold.store(true);
+  parallel_for_redo(2, job);
+  job.go.store(true);
+  for (const auto& p : job.published) CHECK(p.load() == 1);
+  REQUIRE(job.held.load() >= 1);  // the helper took part
+  job.reuse();
+  CHECK_FALSE(job.gave_up.load());
+  CHECK(job.left.load() == job.asides.load());
+  for (const auto& p : job.published) CHECK(p.load() == 1);
+}

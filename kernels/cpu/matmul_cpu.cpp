@@ -4,6 +4,7 @@
 #include "cpu/matmul_cpu.h"
 
 #include <algorithm>
+#include <mutex>
 #include <vector>
 
 #include "core/dtype.h"
@@ -28,6 +29,117 @@ Bodies bodies(CpuIsa isa) {
 #endif
   (void)isa;
   return {&generic::matmul_panel, &generic::matmul_packed_cols, &generic::matmul_packed};
+}
+
+// Panels as RedoJobs (cpu/thread_pool.h): a decode step's products on a
+// shared machine. Beside one busy-looping process on 2 cores, the
+// one-stream step of a Qwen2.5-0.5B-shaped checkpoint took 46.5-51.6 ms on
+// 2 threads, slower than on one (44.6-47.0), because at the end of nearly
+// every product the caller waited for a helper that had lost its core
+// inside a panel; as RedoJobs, 37.6-39.7 ms, and with nothing else running
+// alike (3 alternated rounds; docs/PERFORMANCE.md, "Twenty-second
+// session"). Up to kRedoMaxRows rows: a helper's panel is computed aside
+// and copied, and the job keeps a copy of x, which costs little only at
+// few rows.
+constexpr int64_t kRedoMaxRows = 4;
+
+struct PanelJob : RedoJob {
+  MatmulParams p;              // x -> this->x, y the caller's
+  Bodies b{};                  // the f32 bodies, or
+  bool pairs = false;          // the avx512_bf16 ones over xb
+  int64_t cols = 0, xs = 0;    // columns a panel; xb's row stride
+  std::vector<float> x;        // [rows, in]: the caller's x, copied
+  std::vector<uint16_t> xb;    // [rows, xs]: x rounded to bf16 (pairs), copied
+};
+
+// A helper's panel outputs, [rows, out], its own: written after the call
+// has returned only when the caller ran that panel again.
+thread_local std::vector<float> t_aside;
+
+// The records: each product takes the next one no helper is inside. A
+// helper that lost its core stays inside its record until it runs again,
+// milliseconds, while the step goes on through dozens of products; taking
+// records strictly in turn (8 of them) made the caller wait for such a
+// helper at the reuse: the step beside one busy loop measured 45.2-49.3 ms
+// against the prototype's 37.4-39.9 in the same rounds, and taking the
+// next free record 39.4-40.5 against the committed pool's 46.3-47.9 in the
+// rounds after (docs/bench/cpu/s22-redo-kept.md, batches B and C).
+constexpr int kPanelJobs = 16;
+std::mutex g_panels_mutex;  // one redo product at a time, and release_weights_cpu
+PanelJob g_panels[kPanelJobs];
+int g_next_panel = 0;
+
+// The next record no helper is inside, or, when helpers are inside all of
+// them, the next in turn (reuse() then waits).
+PanelJob& free_panel_job() {
+  for (int k = 0; k < kPanelJobs; ++k) {
+    PanelJob& j = g_panels[(g_next_panel + k) % kPanelJobs];
+    if (j.inside.load() == 0) {
+      g_next_panel = (g_next_panel + k + 1) % kPanelJobs;
+      return j;
+    }
+  }
+  PanelJob& j = g_panels[g_next_panel];
+  g_next_panel = (g_next_panel + 1) % kPanelJobs;
+  return j;
+}
+
+void panel_body(const PanelJob& j, const MatmulParams& p, int64_t t) {
+  const int64_t o0 = t * j.cols, n = std::min(j.cols, p.out - o0);
+#if defined(__x86_64__)
+  if (j.pairs) return avx512_bf16::matmul_panel(p, j.xb.data(), j.xs, o0, n);
+#endif
+  j.b.panel(p, o0, n);
+}
+
+// The panels of p through a RedoJob. xb: x rounded (pairs) with row stride
+// xs, or null for the f32 bodies b.
+void redo_panels(const MatmulParams& p, const Bodies& b, const uint16_t* xb, int64_t xs, int64_t cols) {
+  MSTAR_ASSERT(p.rows <= kRedoMaxRows, "redo_panels: few rows");
+  std::lock_guard lk(g_panels_mutex);
+  PanelJob& j = free_panel_job();
+  j.reuse();
+  j.p = p;
+  j.b = b;
+  j.pairs = xb != nullptr;
+  j.cols = cols;
+  j.xs = xs;
+  j.x.resize(static_cast<size_t>(p.rows * p.in));
+  for (int64_t r = 0; r < p.rows; ++r) std::copy_n(p.x + r * p.x_stride, p.in, j.x.data() + r * p.in);
+  j.p.x = j.x.data();
+  j.p.x_stride = p.in;
+  if (xb) j.xb.assign(xb, xb + p.rows * xs);
+  j.n = (p.out + cols - 1) / cols;
+  j.run = [](RedoJob& r, int64_t t) {
+    const auto& pj = static_cast<const PanelJob&>(r);
+    panel_body(pj, pj.p, t);
+  };
+  j.run_aside = [](RedoJob& r, int64_t t) {
+    const auto& pj = static_cast<const PanelJob&>(r);
+    MatmulParams q = pj.p;
+    t_aside.resize(static_cast<size_t>(q.rows * q.out));
+    q.y = t_aside.data();
+    q.y_stride = q.out;
+    q.accumulate = false;  // bias included; publish adds y when accumulating
+    panel_body(pj, q, t);
+  };
+  j.publish = [](RedoJob& r, int64_t t) {
+    const auto& pj = static_cast<const PanelJob&>(r);
+    const MatmulParams& q = pj.p;
+    const int64_t o0 = t * pj.cols, n = std::min(pj.cols, q.out - o0);
+    for (int64_t row = 0; row < q.rows; ++row) {
+      const float* a = t_aside.data() + row * q.out + o0;
+      float* y = q.y + row * q.y_stride + o0;
+      // As the bodies store: y + s when accumulating, else s.
+      for (int64_t c = 0; c < n; ++c) y[c] = q.accumulate ? y[c] + a[c] : a[c];
+    }
+  };
+  parallel_for_redo(p.threads, j);
+}
+
+bool redo(const MatmulParams& p, int64_t cols) {
+  return p.weights_outlive_call && p.threads > 1 && p.rows <= kRedoMaxRows &&
+         (p.out + cols - 1) / cols <= RedoJob::kMaxItems;
 }
 
 #if defined(__x86_64__)
@@ -135,6 +247,7 @@ void matmul_bf16_pairs(const MatmulParams& p, MatmulPath path) {
     return;
   }
   const int64_t cols = avx512_bf16::matmul_panel_cols(p.rows);
+  if (redo(p, cols)) return redo_panels(p, Bodies{}, xb, xs, cols);
   parallel_for(p.threads, (p.out + cols - 1) / cols, [&](int64_t t, int) {
     const int64_t o0 = t * cols;
     avx512_bf16::matmul_panel(p, xb, xs, o0, std::min(cols, p.out - o0));
@@ -180,10 +293,16 @@ void matmul_cpu_path(const MatmulParams& p, CpuIsa isa, MatmulPath path) {
     });
     return;
   }
+  if (redo(p, kPanelCols)) return redo_panels(p, b, nullptr, 0, kPanelCols);
   parallel_for(p.threads, (p.out + kPanelCols - 1) / kPanelCols, [&](int64_t t, int) {
     const int64_t o0 = t * kPanelCols;
     b.panel(p, o0, std::min(kPanelCols, p.out - o0));
   });
+}
+
+void release_weights_cpu() {
+  std::lock_guard lk(g_panels_mutex);
+  for (PanelJob& j : g_panels) j.reuse();
 }
 
 }  // namespace mstar::kernels

@@ -2,6 +2,7 @@
 
 #include <sched.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -91,8 +92,73 @@ inline bool move_off(int cpu) {
 #endif
 }
 
+// A RedoJob item's state.
+enum : uint8_t { kFree, kMine, kAside, kPublishing, kDone };
+// In a job word, beside the helper count: the job is a RedoJob.
+constexpr uint64_t kRedoBit = uint64_t{1} << 15;
+
 class Pool {
  public:
+  void run_redo(int threads, RedoJob& j) {
+    MSTAR_ASSERT(j.n >= 0 && j.n <= RedoJob::kMaxItems && j.stamp.load() == 0,
+                 "parallel_for_redo: at most kMaxItems items, a record not in a job");
+    if (threads <= 1 || j.n <= 1 || in_job_) {
+      for (int64_t i = 0; i < j.n; ++i) j.run(j, i);
+      return;
+    }
+    std::lock_guard one_job(job_mutex_);
+    grow(threads - 1);
+    for (int64_t i = 0; i < j.n; ++i) j.state[i].store(kFree, std::memory_order_relaxed);
+    j.next.store(0, std::memory_order_relaxed);
+    const int helpers = static_cast<int>(std::min<int64_t>(threads - 1, j.n - 1));
+    caller_cpu_.store(current_cpu(), std::memory_order_relaxed);
+    {
+      std::lock_guard lk(m_);
+      job_ = ((job_ >> 16) + 1) << 16 | kRedoBit | static_cast<uint64_t>(helpers);
+      j.stamp.store(job_);  // before the job is seen: a helper checks it once inside
+      redo_.store(&j, std::memory_order_release);
+      generation_.store(job_, std::memory_order_release);
+    }
+    cv_.notify_all();
+    in_job_ = true;
+    auto take = [&](int64_t i, uint8_t from) {
+      if (!j.state[i].compare_exchange_strong(from, kMine, std::memory_order_acq_rel)) return false;
+      j.run(j, i);
+      j.state[i].store(kDone, std::memory_order_release);
+      return true;
+    };
+    const auto start = std::chrono::steady_clock::now();
+    int64_t mine = 0;
+    for (int64_t i; (i = j.next.fetch_add(1, std::memory_order_relaxed)) < j.n; ++mine) take(i, kFree);
+    // Every item is taken. Those the helpers hold take an item's time unless
+    // a helper has lost its core; past twice the caller's own time per item
+    // (kRedoAfter at least) the caller runs them itself rather than wait
+    // out another process's time slice, milliseconds. A fixed 20 us ran
+    // again, with nothing else running, items that take longer (a panel
+    // of 4864 -> 896 reads 622 KB). An item being published is a copy:
+    // wait for it.
+    const auto now = std::chrono::steady_clock::now();
+    const auto until = now + std::max<std::chrono::steady_clock::duration>(
+                                 kRedoAfter, mine > 0 ? 2 * (now - start) / mine : kRedoAfter);
+    for (int64_t i = 0; i < j.n; ++i)
+      for (;;) {
+        const uint8_t st = j.state[i].load(std::memory_order_acquire);
+        if (st == kDone) break;
+        if (st == kPublishing || std::chrono::steady_clock::now() < until) {
+          relax();
+          continue;
+        }
+        if (take(i, st)) break;  // kFree (fetched, not yet claimed) or kAside
+      }
+    in_job_ = false;
+    // No helper enters it any more: one that read the pointer before it
+    // was cleared is counted inside it once entering_ is zero (nanoseconds
+    // from the read), and the record's owner waits for it in reuse().
+    redo_.store(nullptr);
+    while (entering_.load() != 0) relax();
+    j.stamp.store(0);
+  }
+
   static Pool& get() {
     static Pool p;
     return p;
@@ -186,7 +252,7 @@ class Pool {
       seen = generation_.load(std::memory_order_acquire);
       if (stop_.load(std::memory_order_acquire)) return;
       // Only the job's first helpers take part, and only while it is open.
-      if (static_cast<uint64_t>(index) > (seen & 0xffff)) continue;
+      if (static_cast<uint64_t>(index) > (seen & (kRedoBit - 1))) continue;
       // A helper woken onto the caller's core could only take turns with
       // the caller: its items cost the caller as much as doing them, and
       // the caller's poll for it holds the core it needs. It moves to
@@ -205,6 +271,10 @@ class Pool {
         nap = true;
         continue;
       }
+      if (seen & kRedoBit) {
+        redo(seen);
+        continue;
+      }
       if (enter(gate_of(seen))) {
         in_job_ = true;
         work(index);
@@ -212,6 +282,34 @@ class Pool {
         gate_.fetch_sub(1, std::memory_order_release);
       }
     }
+  }
+
+  // A helper's part in a RedoJob: it enters only the job it was woken for,
+  // while the caller is still in it; inside, the record cannot be reused.
+  // All in sequential consistency: the caller's clearing of redo_ and
+  // reading of entering_ against the helper's counting and reading.
+  void redo(uint64_t seen) {
+    entering_.fetch_add(1);
+    RedoJob* const job = redo_.load();
+    if (job) job->inside.fetch_add(1);
+    entering_.fetch_sub(1);
+    if (!job) return;
+    RedoJob& j = *job;
+    if (j.stamp.load() == seen) {
+      in_job_ = true;
+      for (int64_t i; (i = j.next.fetch_add(1, std::memory_order_relaxed)) < j.n;) {
+        uint8_t st = kFree;
+        if (!j.state[i].compare_exchange_strong(st, kAside, std::memory_order_acq_rel)) continue;  // the caller's
+        j.run_aside(j, i);
+        st = kAside;
+        if (j.state[i].compare_exchange_strong(st, kPublishing, std::memory_order_acq_rel)) {
+          j.publish(j, i);
+          j.state[i].store(kDone, std::memory_order_release);
+        }
+      }
+      in_job_ = false;
+    }
+    j.inside.fetch_sub(1, std::memory_order_release);
   }
 
   // The gate of a job: its number (above bit 32), closed (bit 31), the
@@ -241,12 +339,24 @@ class Pool {
   void (*body_)(void*, int64_t, int) = nullptr;
   std::atomic<bool> stop_{false};
   std::atomic<int> caller_cpu_{-1};  // where the job's caller ran when it published the job
+  std::atomic<RedoJob*> redo_{nullptr};  // the RedoJob being run, else null
+  std::atomic<int> entering_{0};         // helpers between reading redo_ and entering it
   static thread_local bool in_job_;
 };
 
 thread_local bool Pool::in_job_ = false;
 
 }  // namespace
+
+void RedoJob::reuse() {
+  MSTAR_ASSERT(stamp.load() == 0, "RedoJob::reuse: the record is in a job");
+  while (inside.load() != 0) std::this_thread::yield();
+}
+
+void parallel_for_redo(int threads, RedoJob& job) {
+  MSTAR_ASSERT(threads >= 1, "parallel_for_redo: at least one thread");
+  Pool::get().run_redo(threads, job);
+}
 
 void parallel_for_raw(int threads, int64_t n, void* ctx, void (*body)(void*, int64_t, int)) {
   MSTAR_ASSERT(threads >= 1, "parallel_for: at least one thread");

@@ -12,7 +12,7 @@ enum Use : int { kH, kQ, kK, kV, kO, kG, kU };
 
 Trunk::Trunk(const TrunkShape& shape, ModelParams& params, const std::function<TrunkNames(int64_t)>& names,
              const std::string& final_norm, std::optional<DType> matrix_dtype, const ModelOptions& options)
-    : shape_(shape), options_(options), scratch_(allocator_for(options.backend)) {
+    : shape_(shape), options_(options), release_{options.backend}, scratch_(allocator_for(options.backend)) {
   auto matrix = [&](const std::string& name, DType& dt) {
     dt = matrix_dtype.value_or(params.weights().get(name).dtype);
     return params.get(name, dt);
@@ -38,6 +38,8 @@ Trunk::Trunk(const TrunkShape& shape, ModelParams& params, const std::function<T
   final_norm_ = params.f32(final_norm);
 }
 
+Trunk::ReleaseWeights::~ReleaseWeights() { kernels::release_weights(backend); }
+
 void Trunk::project(const float* x, int64_t rows, int64_t in, const void* w, DType w_dtype, int64_t out, float* y,
                     bool accumulate, const float* bias) {
   kernels::MatmulParams p;
@@ -54,6 +56,7 @@ void Trunk::project(const float* x, int64_t rows, int64_t in, const void* w, DTy
   p.y_stride = out;
   p.accumulate = accumulate;
   p.threads = options_.threads;
+  p.weights_outlive_call = true;  // until ~Trunk (release_)
   kernels::matmul(options_.backend, p);
 }
 

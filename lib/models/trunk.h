@@ -56,8 +56,17 @@ class Trunk {
     const float *q_bias, *k_bias, *v_bias;
   };
 
+  // When the trunk goes, waits for pool helpers that may still read its
+  // weights (its products give MatmulParams::weights_outlive_call): the
+  // weights are freed after the trunk.
+  struct ReleaseWeights {
+    Backend backend;
+    ~ReleaseWeights();
+  };
+
   TrunkShape shape_;
   ModelOptions options_;
+  ReleaseWeights release_;
   std::vector<Layer> layers_;
   const float* final_norm_;
   DeviceScratch scratch_;
