@@ -209,7 +209,7 @@ int main(int argc, char** argv) {
                    "one-stream decode steps at the deployment's threads and at one, each pair beside a read of memory "
                    "the moment before: this many pairs; 0: not")
       ->check(CLI::Range(0, 100000));
-  ckpt->add_option("--neighbours", copt.neighbours, "busy-looping processes running beside the --roofline pairs")
+  ckpt->add_option("--neighbours", copt.neighbours, "busy-looping processes running beside the --streams sweep and the --roofline pairs")
       ->check(CLI::Range(0, 1024));
   ckpt->add_option("--kv-dtype", ckv, "the cache's dtype")->check(CLI::IsMember({"f32", "f16", "bf16"}));
   ckpt->add_option("--activations", cact, "what the matrix products round activations to (the deployment's key)")

@@ -29,7 +29,7 @@ struct MatmulParams {
   int64_t y_stride = 0;
   bool accumulate = false;
   int threads = 1;
-  // The weights stay valid until release_weights(backend) returns: the cpu
+  // w and bias stay valid until release_weights(backend) returns: the cpu
   // backend may then leave a panel a helper holds to that helper, which
   // lost its core, run it again and return before the helper is done with
   // it (cpu/thread_pool.h, RedoJob). The models' trunks give this.
@@ -115,8 +115,9 @@ void embed(Backend b, const EmbedParams& p);
 void gather_rows(Backend b, const GatherRowsParams& p);
 void add_rows(Backend b, const AddRowsParams& p);
 void lerp(Backend b, const LerpParams& p);
-// Returns once nothing the backend still runs reads the weights of earlier
-// products given weights_outlive_call: call it before freeing them.
+// Returns once nothing the backend still runs reads the weights (and
+// biases) of earlier products given weights_outlive_call: call it before
+// freeing them.
 void release_weights(Backend b);
 
 // The host backends, for the dispatcher and for tests.

@@ -299,7 +299,7 @@ TEST_CASE("matmul: panels run as a redo job give the ordinary job's bits") {
   const CpuIsa isa = test::isa_under_test();
   for (DType dt : {DType::f32, DType::f16, DType::bf16})
     for (DType x_dtype : {DType::f32, DType::bf16})
-      for (int64_t rows : {1, 2, 4})
+      for (int64_t rows : {1, 2, 4, 17, 54})
         for (int64_t in : {17, 97, 1537})
           for (int64_t out : {17, 1000})
             for (int threads : {2, 3}) {

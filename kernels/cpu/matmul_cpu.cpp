@@ -38,11 +38,11 @@ Bodies bodies(CpuIsa isa) {
 // every product the caller waited for a helper that had lost its core
 // inside a panel; as RedoJobs, 37.6-39.7 ms, and with nothing else running
 // alike (3 alternated rounds; docs/PERFORMANCE.md, "Twenty-second
-// session"). Up to kRedoMaxRows rows: a helper's panel is computed aside
-// and copied, and the job keeps a copy of x, which costs little only at
-// few rows.
-constexpr int64_t kRedoMaxRows = 4;
-
+// session"). Every panel product given weights_outlive_call runs so, at
+// any rows: at 16 streams beside one busy loop the step on 2 threads took
+// 102-121 ms as RedoJobs against 119-127 ms as ordinary jobs (1 thread:
+// 107-128 ms; 7 alternated rounds, bf16 activations; "Twenty-third
+// session"), and with nothing else running alike.
 struct PanelJob : RedoJob {
   MatmulParams p;              // x -> this->x, y the caller's
   Bodies b{};                  // the f32 bodies, or
@@ -52,7 +52,7 @@ struct PanelJob : RedoJob {
   std::vector<uint16_t> xb;    // [rows, xs]: x rounded to bf16 (pairs), copied
 };
 
-// A helper's panel outputs, [rows, out], its own: written after the call
+// A helper's panel outputs, [rows, cols], its own: written after the call
 // has returned only when the caller ran that panel again.
 thread_local std::vector<float> t_aside;
 
@@ -95,7 +95,6 @@ void panel_body(const PanelJob& j, const MatmulParams& p, int64_t t) {
 // The panels of p through a RedoJob. xb: x rounded (pairs) with row stride
 // xs, or null for the f32 bodies b.
 void redo_panels(const MatmulParams& p, const Bodies& b, const uint16_t* xb, int64_t xs, int64_t cols) {
-  MSTAR_ASSERT(p.rows <= kRedoMaxRows, "redo_panels: few rows");
   std::lock_guard lk(g_panels_mutex);
   PanelJob& j = free_panel_job();
   j.reuse();
@@ -116,19 +115,24 @@ void redo_panels(const MatmulParams& p, const Bodies& b, const uint16_t* xb, int
   };
   j.run_aside = [](RedoJob& r, int64_t t) {
     const auto& pj = static_cast<const PanelJob&>(r);
+    // The panel's columns as a product of their own, into t_aside.
     MatmulParams q = pj.p;
-    t_aside.resize(static_cast<size_t>(q.rows * q.out));
+    const int64_t o0 = t * pj.cols, n = std::min(pj.cols, q.out - o0);
+    q.w = static_cast<const char*>(q.w) + o0 * q.in * static_cast<int64_t>(dtype_size(q.w_dtype));
+    if (q.bias) q.bias += o0;
+    q.out = n;
+    t_aside.resize(static_cast<size_t>(q.rows * pj.cols));
     q.y = t_aside.data();
-    q.y_stride = q.out;
+    q.y_stride = pj.cols;
     q.accumulate = false;  // bias included; publish adds y when accumulating
-    panel_body(pj, q, t);
+    panel_body(pj, q, 0);
   };
   j.publish = [](RedoJob& r, int64_t t) {
     const auto& pj = static_cast<const PanelJob&>(r);
     const MatmulParams& q = pj.p;
     const int64_t o0 = t * pj.cols, n = std::min(pj.cols, q.out - o0);
     for (int64_t row = 0; row < q.rows; ++row) {
-      const float* a = t_aside.data() + row * q.out + o0;
+      const float* a = t_aside.data() + row * pj.cols;
       float* y = q.y + row * q.y_stride + o0;
       // As the bodies store: y + s when accumulating, else s.
       for (int64_t c = 0; c < n; ++c) y[c] = q.accumulate ? y[c] + a[c] : a[c];
@@ -138,8 +142,7 @@ void redo_panels(const MatmulParams& p, const Bodies& b, const uint16_t* xb, int
 }
 
 bool redo(const MatmulParams& p, int64_t cols) {
-  return p.weights_outlive_call && p.threads > 1 && p.rows <= kRedoMaxRows &&
-         (p.out + cols - 1) / cols <= RedoJob::kMaxItems;
+  return p.weights_outlive_call && p.threads > 1 && (p.out + cols - 1) / cols <= RedoJob::kMaxItems;
 }
 
 #if defined(__x86_64__)

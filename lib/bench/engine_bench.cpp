@@ -246,9 +246,9 @@ CheckpointBench bench_checkpoint(const std::filesystem::path& folder, const Chec
   if (o.products > 0 && o.backend != Backend::cpu)
     throw ConfigError(fmt::format("--products {}: times the cpu backend's products, not --backend {}", o.products,
                                   to_string(o.backend)));
-  if (o.neighbours > 0 && o.roofline == 0)
-    throw ConfigError(fmt::format("--neighbours {}: they run beside the --roofline pairs; give --roofline too",
-                                  o.neighbours));
+  if (o.neighbours > 0 && o.roofline == 0 && o.streams.empty())
+    throw ConfigError(fmt::format(
+        "--neighbours {}: they run beside the --streams sweep and the --roofline pairs; give either", o.neighbours));
   namespace fs = std::filesystem;
   // The manifest and deployment written for the folder, removed however the
   // benchmark ends.
@@ -292,7 +292,10 @@ CheckpointBench bench_checkpoint(const std::filesystem::path& folder, const Chec
       const ComputePeak p = measure_compute_peak(o.threads, 5);
       peak = [p, &d, &o](int64_t streams) { return peak_gflops(p, product_op(d, o, streams)); };
     }
-    out.sweep = bench_concurrency(*sweep, o.rounds);
+    {
+      const Neighbours busy(o.neighbours);
+      out.sweep = bench_concurrency(*sweep, o.rounds);
+    }
     add_product_columns(out.sweep, decode_product_flops(d.model.arch->trunk(), d.model.arch->vocab_size()), peak);
   }
   if (o.products > 0) {

@@ -68,7 +68,7 @@ struct CheckpointOptions {
   int64_t prefill = 0;          // prompt tokens; 0: no prefill table
   int64_t products = 0;         // rows of the products table (cpu only); 0: none
   int roofline = 0;             // pairs of bench_roofline; 0: none
-  int neighbours = 0;           // busy loops beside bench_roofline's pairs (bench/neighbours.h)
+  int neighbours = 0;           // busy loops beside the sweep and bench_roofline's pairs (bench/neighbours.h)
 };
 struct CheckpointBench {
   Table load;     // load_s, weights_mib, rss_after_load_mib
@@ -76,6 +76,7 @@ struct CheckpointBench {
   // (decode_product_flops: product_gflop a step, product_gflops over the
   // median step) beside the arithmetic peak measured before the sweep
   // (measure_compute_peak; the cpu backend only): peak_gflops, of_peak.
+  // With `neighbours`, the busy loops run beside the sweep (not the peak).
   Table sweep;
   Table depths;   // stream_table at the depths
   Table prefill;  // bench_prefill's table

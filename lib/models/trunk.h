@@ -40,7 +40,9 @@ class Trunk {
   void run(float* x, int64_t n, const LayerAttention& attend);
   // out[n, width] = the final RMSNorm of x.
   void final_norm(const float* x, int64_t n, float* out);
-  // y[rows, out] (+)= x[rows, in] . w^T (+ bias) for any of the model's matrices.
+  // y[rows, out] (+)= x[rows, in] . w^T (+ bias) for any of the model's
+  // matrices: w and bias must live as long as the model's weights (helpers
+  // may read them after the call returns, until ~Trunk).
   void project(const float* x, int64_t rows, int64_t in, const void* w, DType w_dtype, int64_t out, float* y,
                bool accumulate = false, const float* bias = nullptr);
 
@@ -57,8 +59,8 @@ class Trunk {
   };
 
   // When the trunk goes, waits for pool helpers that may still read its
-  // weights (its products give MatmulParams::weights_outlive_call): the
-  // weights are freed after the trunk.
+  // weights and biases (its products give
+  // MatmulParams::weights_outlive_call): they are freed after the trunk.
   struct ReleaseWeights {
     Backend backend;
     ~ReleaseWeights();
