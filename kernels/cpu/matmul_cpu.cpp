@@ -40,9 +40,10 @@ Bodies bodies(CpuIsa isa) {
 // alike (3 alternated rounds; docs/PERFORMANCE.md, "Twenty-second
 // session"). Every panel product given weights_outlive_call runs so, at
 // any rows: at 16 streams beside one busy loop the step on 2 threads took
-// 102-121 ms as RedoJobs against 119-127 ms as ordinary jobs (1 thread:
-// 107-128 ms; 7 alternated rounds, bf16 activations; "Twenty-third
-// session"), and with nothing else running alike.
+// 94-116 ms as RedoJobs against 114-145 as ordinary jobs (1 thread:
+// 113-123; 4 alternated rounds, bf16 activations), with f32 activations
+// 154-171 against 187-206 (1 thread: 193-210; 3 rounds), and with nothing
+// else running alike ("Twenty-third session").
 struct PanelJob : RedoJob {
   MatmulParams p;              // x -> this->x, y the caller's
   Bodies b{};                  // the f32 bodies, or
