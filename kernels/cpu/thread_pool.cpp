@@ -100,8 +100,9 @@ constexpr uint64_t kRedoBit = uint64_t{1} << 15;
 class Pool {
  public:
   void run_redo(int threads, RedoJob& j) {
-    MSTAR_ASSERT(j.n >= 0 && j.n <= RedoJob::kMaxItems && j.stamp.load() == 0,
-                 "parallel_for_redo: at most kMaxItems items, a record not in a job");
+    MSTAR_ASSERT(j.n >= 0 && j.n <= RedoJob::kMaxItems && j.stamp.load() == 0 && j.inside.load() == 0,
+                 "parallel_for_redo: at most kMaxItems items, a record not in a job and left by its helpers "
+                 "(reuse())");
     if (threads <= 1 || j.n <= 1 || in_job_) {
       for (int64_t i = 0; i < j.n; ++i) j.run(j, i);
       return;
