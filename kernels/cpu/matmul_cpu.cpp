@@ -57,29 +57,29 @@ struct PanelJob : RedoJob {
 // has returned only when the caller ran that panel again.
 thread_local std::vector<float> t_aside;
 
-// The records: each product takes the next one no helper is inside. A
+// The records: each product takes the first one no helper is inside. A
 // helper that lost its core stays inside its record until it runs again,
 // milliseconds, while the step goes on through dozens of products; taking
 // records strictly in turn (8 of them) made the caller wait for such a
 // helper at the reuse: the step beside one busy loop measured 45.2-49.3 ms
 // against the prototype's 37.4-39.9 in the same rounds, and taking the
 // next free record 39.4-40.5 against the committed pool's 46.3-47.9 in the
-// rounds after (docs/bench/cpu/s22-redo-kept.md, batches B and C).
+// rounds after (docs/bench/cpu/s22-redo-kept.md, batches B and C). Each
+// record keeps the largest copies of x it has taken, so the first free
+// one, not the next: the others grow only while a helper holds one. At 64
+// streams of a Qwen2.5-0.5B-shaped checkpoint the process's peak resident
+// memory went from 1,442 MB to 1,417 MB, the steps alike (docs/PERFORMANCE.md,
+// "Twenty-third session").
 constexpr int kPanelJobs = 16;
 std::mutex g_panels_mutex;  // one redo product at a time, and release_weights_cpu
 PanelJob g_panels[kPanelJobs];
-int g_next_panel = 0;
+int g_next_panel = 0;  // the next in turn, when helpers are inside all of them
 
-// The next record no helper is inside, or, when helpers are inside all of
+// The first record no helper is inside, or, when helpers are inside all of
 // them, the next in turn (reuse() then waits).
 PanelJob& free_panel_job() {
-  for (int k = 0; k < kPanelJobs; ++k) {
-    PanelJob& j = g_panels[(g_next_panel + k) % kPanelJobs];
-    if (j.inside.load() == 0) {
-      g_next_panel = (g_next_panel + k + 1) % kPanelJobs;
-      return j;
-    }
-  }
+  for (PanelJob& j : g_panels)
+    if (j.inside.load() == 0) return j;
   PanelJob& j = g_panels[g_next_panel];
   g_next_panel = (g_next_panel + 1) % kPanelJobs;
   return j;
