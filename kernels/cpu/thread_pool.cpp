@@ -136,8 +136,10 @@ class Pool {
     // (kRedoAfter at least) the caller runs them itself rather than wait
     // out another process's time slice, milliseconds. A fixed 20 us ran
     // again, with nothing else running, items that take longer (a panel
-    // of 4864 -> 896 reads 622 KB). An item being published is a copy:
-    // wait for it.
+    // of 4864 -> 896 reads 622 KB). An item being published is a copy,
+    // microseconds: poll for it, and past kSpin (its helper lost its core
+    // inside the copy) yield, as run() does, rather than spin through
+    // another process's time slice.
     const auto now = std::chrono::steady_clock::now();
     const auto until = now + std::max<std::chrono::steady_clock::duration>(
                                  kRedoAfter, mine > 0 ? 2 * (now - start) / mine : kRedoAfter);
@@ -145,7 +147,13 @@ class Pool {
       for (;;) {
         const uint8_t st = j.state[i].load(std::memory_order_acquire);
         if (st == kDone) break;
-        if (st == kPublishing || std::chrono::steady_clock::now() < until) {
+        if (st == kPublishing) {
+          const auto publishing = [&] { return j.state[i].load(std::memory_order_acquire) == kPublishing; };
+          if (!poll(publishing))
+            while (publishing()) std::this_thread::yield();
+          continue;
+        }
+        if (std::chrono::steady_clock::now() < until) {
           relax();
           continue;
         }
@@ -154,9 +162,12 @@ class Pool {
     in_job_ = false;
     // No helper enters it any more: one that read the pointer before it
     // was cleared is counted inside it once entering_ is zero (nanoseconds
-    // from the read), and the record's owner waits for it in reuse().
+    // from the read, unless it loses its core in between: then yield), and
+    // the record's owner waits for it in reuse().
     redo_.store(nullptr);
-    while (entering_.load() != 0) relax();
+    const auto entering = [&] { return entering_.load() != 0; };
+    if (!poll(entering))
+      while (entering()) std::this_thread::yield();
     j.stamp.store(0);
   }
 
