@@ -57,6 +57,15 @@ bool poll(Busy busy) {
   return true;
 }
 
+// Waits while busy() holds: polls for up to kSpin, then yields. Past kSpin
+// the thread being waited for has lost its core; spinning on would hold
+// this one through another process's time slice.
+template <class Busy>
+void await(Busy busy) {
+  if (!poll(busy))
+    while (busy()) std::this_thread::yield();
+}
+
 // The processor this thread runs on now, -1 where that cannot be told.
 // Cheap enough to ask once a job: glibc answers from the vDSO or the rseq
 // area, without a system call.
@@ -148,9 +157,7 @@ class Pool {
         const uint8_t st = j.state[i].load(std::memory_order_acquire);
         if (st == kDone) break;
         if (st == kPublishing) {
-          const auto publishing = [&] { return j.state[i].load(std::memory_order_acquire) == kPublishing; };
-          if (!poll(publishing))
-            while (publishing()) std::this_thread::yield();
+          await([&] { return j.state[i].load(std::memory_order_acquire) == kPublishing; });
           continue;
         }
         if (std::chrono::steady_clock::now() < until) {
@@ -165,9 +172,7 @@ class Pool {
     // from the read, unless it loses its core in between: then yield), and
     // the record's owner waits for it in reuse().
     redo_.store(nullptr);
-    const auto entering = [&] { return entering_.load() != 0; };
-    if (!poll(entering))
-      while (entering()) std::this_thread::yield();
+    await([&] { return entering_.load() != 0; });
     j.stamp.store(0);
   }
 
@@ -220,9 +225,7 @@ class Pool {
     // its core inside an item holds the caller for the neighbour's slice.
     // Past kSpin a helper has lost its core; then yield rather than hold
     // this one.
-    const auto inside = [&] { return (gate_.load(std::memory_order_acquire) & kInside) != 0; };
-    if (!poll(inside))
-      while (inside()) std::this_thread::yield();
+    await([&] { return (gate_.load(std::memory_order_acquire) & kInside) != 0; });
   }
 
  private:
