@@ -36,26 +36,28 @@ json load_json(const fs::path& p) {
 }
 
 struct Loaded {
-  fs::path dir;
   std::optional<ModelManifest> manifest;
   std::string errors;
 };
 
-// Writes a manifest naming `folder` and loads it as mstar-check does.
+// Writes a manifest naming `folder` and loads it as mstar-check does; the
+// manifest's folder is removed once it is read, whatever the test checks
+// after.
 Loaded load(const fs::path& folder, const std::string& kind, const std::string& positions, int64_t sink,
             int64_t window, const std::string& extra = "") {
   static int n = 0;
-  Loaded l;
-  l.dir = fs::temp_directory_path() / fmt::format("mstar-hf-test-{}-{}", ::getpid(), n++);
-  fs::create_directories(l.dir);
-  std::ofstream(l.dir / "m.yaml") << fmt::format(
+  const fs::path dir = fs::temp_directory_path() / fmt::format("mstar-hf-test-{}-{}", ::getpid(), n++);
+  fs::create_directories(dir);
+  std::ofstream(dir / "m.yaml") << fmt::format(
       "name: t\nkind: {}\ncheckpoint: {}\npositions: {}\n{}resources:\n  - resource_key: kv\n    type: bounded_kv\n"
       "    nodes: attn.*\n    config:\n      rows_per_request: 1\n      max_source_len: 10\n      min_source_len: 10\n"
       "      retention: {{sink: {}, window: {}}}\n      max_slots: 2\n      query_window: 8\n      dtype: f32\n",
       kind, folder.string(), positions, extra, sink, window);
   Diagnostics d;
-  l.manifest = load_manifest(l.dir / "m.yaml", "m.yaml", d);
+  Loaded l;
+  l.manifest = load_manifest(dir / "m.yaml", "m.yaml", d);
   l.errors = d.str();
+  fs::remove_all(dir);
   return l;
 }
 
@@ -133,7 +135,6 @@ TEST_CASE("hf: the goldens' checkpoints load through a manifest with their own a
   const Weights w = l.manifest->load_weights();
   CHECK(w.get("model.layers.0.self_attn.q_proj.weight").dtype == DType::bf16);
   CHECK(w.bytes() == l.manifest->weights_bytes);
-  fs::remove_all(l.dir);
 }
 
 // mstar-bench checkpoint's decode_product_flops from the architecture,
@@ -159,7 +160,6 @@ TEST_CASE("hf: a decoded token's product flops count every matrix of the files o
     CHECK(lm_head == !dynamic_cast<const HfArchitecture&>(*l.manifest->arch).tie_word_embeddings);
     const double want = 2.0 * static_cast<double>(matrices - (lm_head ? embedding : 0));
     CHECK(bench::decode_product_flops(l.manifest->arch->trunk(), l.manifest->arch->vocab_size()) == want);
-    fs::remove_all(l.dir);
   }
 }
 
@@ -194,7 +194,6 @@ TEST_CASE("hf: full attention logits and greedy tokens equal the independent ref
           CHECK(max_diff(logits[0], golden["bf16_activations"]["logits"]) <= kTol);
           CHECK(max_diff(logits[0], golden["full"]["logits"]) > 10 * kTol);
         }
-        fs::remove_all(l.dir);
       }
 }
 
@@ -221,7 +220,6 @@ TEST_CASE("hf: beyond the window, sink + window streams equal the reference's, i
           CAPTURE(k);
           CHECK(max_diff(logits[k], want["logits"][i]) <= kTol);
         }
-        fs::remove_all(l.dir);
       }
 }
 
@@ -236,7 +234,6 @@ TEST_CASE("hf: broken folders are refused before anything is allocated, naming t
     CHECK(!l.manifest);
     CHECK_MESSAGE(l.errors.find(c["mentions"].get<std::string>()) != std::string::npos, l.errors);
     CHECK(l.errors.find("m.yaml:3:13: error: checkpoint") != std::string::npos);  // placed at the checkpoint key
-    fs::remove_all(l.dir);
   }
 }
 
