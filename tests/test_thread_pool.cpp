@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -148,6 +149,37 @@ TEST_CASE("thread pool: a redo job publishes every item exactly once, job after 
       }
       job.reuse();
     }
+}
+
+TEST_CASE("thread pool: a redo job's helper runs its own half upwards, then the caller's from its end downwards") {
+  // One helper owns items [n / 2, n): it runs them upwards from n / 2, and
+  // then, while the slow caller is still in its half, takes that half's
+  // items from n / 2 - 1 downwards. Each thread reading one long run of a
+  // product's panels is the point: handed out in turn, every thread read
+  // every other panel.
+  struct OrderJob : CountingJob {
+    std::mutex m;
+    std::vector<int64_t> order;  // the helper's items, in the order it ran them
+    explicit OrderJob(int64_t items) : CountingJob(items) {
+      run_aside = [](RedoJob& r, int64_t i) {
+        auto& j = static_cast<OrderJob&>(r);
+        std::lock_guard lk(j.m);
+        j.order.push_back(i);
+      };
+    }
+  };
+  constexpr int64_t n = 64;
+  OrderJob job(n);
+  job.run_sleep = std::chrono::milliseconds(2);  // 128 ms of the caller's items: time for the helper to wake
+  parallel_for_redo(2, job);
+  job.reuse();
+  for (const auto& p : job.published) CHECK(p.load() == 1);
+  REQUIRE(!job.order.empty());  // the helper took part
+  CHECK(job.order.front() == n / 2);
+  size_t k = 1;
+  while (k < job.order.size() && job.order[k] == job.order[k - 1] + 1) ++k;
+  CHECK(job.order[k - 1] == n - 1);  // its whole half: the caller sleeps in its own
+  for (int64_t want = n / 2 - 1; k < job.order.size(); ++k, --want) CHECK(job.order[k] == want);
 }
 
 TEST_CASE("thread pool: a redo job's caller runs a lost helper's item again and returns, and reuse waits for the helper") {

@@ -106,6 +106,33 @@ enum : uint8_t { kFree, kMine, kAside, kPublishing, kDone };
 // In a job word, beside the helper count: the job is a RedoJob.
 constexpr uint64_t kRedoBit = uint64_t{1} << 15;
 
+// Claims the items of part q one at a time with take(i) (false: another
+// thread holds item i), as its owner does (up from its begin) or as the
+// others do (down from its end), until take fails or the part runs out.
+// The owner's claims and the others' meet there: an item fetched from both
+// ends goes to one of them and the other stops, so none is skipped. Returns
+// the items taken.
+template <class Take>
+int64_t claim(RedoJob::Part& q, bool owner, Take&& take) {
+  int64_t taken = 0;
+  for (;;) {
+    const int64_t i =
+        owner ? q.up.fetch_add(1, std::memory_order_relaxed) : q.down.fetch_sub(1, std::memory_order_relaxed) - 1;
+    if (i < q.begin || i >= q.end || !take(i)) return taken;
+    ++taken;
+  }
+}
+
+// A thread's items: its own part (own < j.parts) upwards, then what is left
+// of the others, from the next part on.
+template <class Take>
+int64_t claim_all(RedoJob& j, int own, Take&& take) {
+  const bool owns = own < j.parts;
+  int64_t taken = owns ? claim(j.part[own], true, take) : 0;
+  for (int s = owns ? 1 : 0; s < j.parts; ++s) taken += claim(j.part[(own + s) % j.parts], false, take);
+  return taken;
+}
+
 class Pool {
  public:
   void run_redo(int threads, RedoJob& j) {
@@ -119,8 +146,16 @@ class Pool {
     std::lock_guard one_job(job_mutex_);
     grow(threads - 1);
     for (int64_t i = 0; i < j.n; ++i) j.state[i].store(kFree, std::memory_order_relaxed);
-    j.next.store(0, std::memory_order_relaxed);
     const int helpers = static_cast<int>(std::min<int64_t>(threads - 1, j.n - 1));
+    j.parts = std::min(helpers + 1, RedoJob::kMaxParts);
+    for (int q = 0; q < j.parts; ++q) {
+      RedoJob::Part& part = j.part[q];
+      part.begin = j.n * q / j.parts;
+      part.end = j.n * (q + 1) / j.parts;
+      part.up.store(part.begin, std::memory_order_relaxed);
+      part.down.store(part.end, std::memory_order_relaxed);
+    }
+    j.owners.store(0, std::memory_order_relaxed);
     caller_cpu_.store(current_cpu(), std::memory_order_relaxed);
     {
       std::lock_guard lk(m_);
@@ -138,8 +173,7 @@ class Pool {
       return true;
     };
     const auto start = std::chrono::steady_clock::now();
-    int64_t mine = 0;
-    for (int64_t i; (i = j.next.fetch_add(1, std::memory_order_relaxed)) < j.n; ++mine) take(i, kFree);
+    const int64_t mine = claim_all(j, 0, [&](int64_t i) { return take(i, kFree); });
     // Every item is taken. Those the helpers hold take an item's time unless
     // a helper has lost its core; past twice the caller's own time per item
     // (kRedoAfter at least) the caller runs them itself rather than wait
@@ -312,16 +346,17 @@ class Pool {
     RedoJob& j = *job;
     if (j.stamp.load() == seen) {
       in_job_ = true;
-      for (int64_t i; (i = j.next.fetch_add(1, std::memory_order_relaxed)) < j.n;) {
+      claim_all(j, j.owners.fetch_add(1, std::memory_order_relaxed) + 1, [&](int64_t i) {
         uint8_t st = kFree;
-        if (!j.state[i].compare_exchange_strong(st, kAside, std::memory_order_acq_rel)) continue;  // the caller's
+        if (!j.state[i].compare_exchange_strong(st, kAside, std::memory_order_acq_rel)) return false;
         j.run_aside(j, i);
         st = kAside;
         if (j.state[i].compare_exchange_strong(st, kPublishing, std::memory_order_acq_rel)) {
           j.publish(j, i);
           j.state[i].store(kDone, std::memory_order_release);
         }
-      }
+        return true;
+      });
       in_job_ = false;
     }
     j.inside.fetch_sub(1, std::memory_order_release);
