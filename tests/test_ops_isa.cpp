@@ -135,8 +135,8 @@ TEST_CASE("matmul: activations rounded to bf16 give the reference's product of t
       for (bool accumulate : {false, true})
         check_matmul({rows, in, 97, DType::bf16, !accumulate, accumulate, 2, DType::bf16}, test::isa_under_test(),
                      MatmulPath::tiles);
-  // One row takes the f32 panels over x rounded up to 1,536 columns and the
-  // pair panels past them (matmul_cpu.cpp): both sides of that line.
+  // One row over long rows of weights: the pairs' one-row body takes k 128
+  // at a time, then 32 at a time, then a masked last step.
   for (int64_t in : {1536, 1537, 2113})
     check_matmul({1, in, 37, DType::bf16, true, true, 2, DType::bf16}, test::isa_under_test(), MatmulPath::panels);
   // From 16 rows the pair panels take k in blocks of at most 1,024: the

@@ -219,24 +219,14 @@ void matmul_bf16_tiles(const MatmulParams& p) {
   });
 }
 
-// One row of bf16 activations (one stream's decode step) over bf16 weight
-// rows of at most kF32OneRowMaxIn takes the f32 panels over x rounded, not
-// the vdpbf16ps panels: the same product, and the f32 panels streamed the
-// weights faster. On Zen 4 (2 threads, cold, nothing else running, 6
-// alternated rounds; docs/PERFORMANCE.md, "Twentieth session") one row of
-// 896 -> 4864 took 218-279 us against 263-325 with the pairs, and the
-// logits (896 -> 151,936) 6.8-10.2 ms against 8.8-12.9. Longer rows keep
-// the pairs (3 rounds beside two niced fuzzers): 8960 -> 1536 took 674-807
-// us on them against 688-891 on the f32 panels, 8192 -> 2048 741-984
-// against 760-1,020 (1536 -> 8960, whose rows are short, 596-657 on the f32
-// panels against 761-891). Two rows and more keep them too: their tiles
-// reuse each weight vector for every row. Why the pairs' one-row tile
-// streams short rows slower was not found; the rule has not been measured
-// on the amx_bf16 machine.
-constexpr int64_t kPairsFromRows = 2;
-constexpr int64_t kF32OneRowMaxIn = 1536;
-
-// The avx512_bf16 bodies over x rounded.
+// The avx512_bf16 bodies over x rounded, for one row (one stream's decode
+// step) too: with both one-row bodies reading a panel as one stream
+// (row_stream), the pairs measured faster than the f32 panels over x
+// rounded (the same product), which had been the faster with 4 x 1 tiles
+// for rows of weights up to 1,536 ("Twentieth session"). The
+// Qwen2.5-0.5B-shaped one-stream step on Zen 4 took 18.87 against 19.73 ms
+// where the read was 45 GB/s or more, 28.86 against 29.05 at 35 to 40 (16
+// alternated rounds; docs/PERFORMANCE.md, "Twenty-seventh session").
 void matmul_bf16_pairs(const MatmulParams& p, MatmulPath path) {
   const int64_t xs = (p.in + 1) / 2 * 2;
   const uint16_t* xb = rounded_bf16(p, xs, p.rows);
@@ -277,8 +267,7 @@ void matmul_cpu_path(const MatmulParams& p, CpuIsa isa, MatmulPath path) {
   if (p.x_dtype == DType::bf16) {
 #if defined(__x86_64__)
     if (path == MatmulPath::tiles) return matmul_bf16_tiles(p);
-    if (has_bf16_pairs(isa) && p.w_dtype == DType::bf16 && (p.rows >= kPairsFromRows || p.in > kF32OneRowMaxIn))
-      return matmul_bf16_pairs(p, path);
+    if (has_bf16_pairs(isa) && p.w_dtype == DType::bf16) return matmul_bf16_pairs(p, path);
 #endif
     MatmulParams q = p;
     q.x = rounded_f32(p);

@@ -33,8 +33,9 @@ namespace mstar::kernels::avx512_bf16 {
 
 namespace {
 
-// Panels, two register tiles of 24 accumulators, each with its weight
-// vectors and one input vector (29 or 28 of the 32 registers):
+// Panels (one row: row_stream, below), two register tiles of 24
+// accumulators, each with its weight vectors and one input vector (29 or 28
+// of the 32 registers):
 // - under kWideFrom rows, 4 weight rows x 6 input rows: 10 loads feed 24
 //   vdpbf16ps (the f32 panels' 4 x 4 fed 16 with 8), and at 16 rows (6 + 6 +
 //   4) a cold 896 x 4864 product went from about 600 to 530-550 µs;
@@ -154,6 +155,29 @@ void columns(const MatmulParams& p, const uint16_t* xb, int64_t xs, int64_t o, i
 }
 
 
+// y's first row from xb's first (a one-row product): columns one after
+// another, so the panel's weights, contiguous, are read as a single stream,
+// as the f32 panels' one-row body does (matmul_cpu_impl.inc says why); four
+// accumulators over k hide the latency of vdpbf16ps. Against the 4 x 1
+// tiles, which read four weight rows at once, the Qwen2.5-0.5B-shaped
+// one-stream step (whose 4864 -> 896 products come here) measured alike on
+// Zen 4: medians 19.85 against 19.90 ms where the read was 45 GB/s or more,
+// 29.03 against 29.22 at 35 to 40 (20 alternated rounds; docs/PERFORMANCE.md,
+// "Twenty-seventh session").
+void row_stream(const MatmulParams& p, const uint16_t* xb, int64_t o0, int64_t n) {
+  const int64_t K = p.in;
+  const auto* w = static_cast<const uint16_t*>(p.w);
+  for (int64_t o = o0; o < o0 + n; ++o) {
+    const uint16_t* row = w + o * K;
+    __m512 a[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+    int64_t k = 0;
+    for (; k + 128 <= K; k += 128)
+      for (int u = 0; u < 4; ++u) a[u] = _mm512_dpbf16_ps(a[u], load32(xb + k + 32 * u, 32), load32(row + k + 32 * u, 32));
+    for (; k < K; k += 32) a[0] = _mm512_dpbf16_ps(a[0], load32(xb + k, K - k), load32(row + k, K - k));
+    store_row(p, 0, o, 0, _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a[0], a[1]), _mm512_add_ps(a[2], a[3]))), 0);
+  }
+}
+
 }  // namespace
 
 // One pair a 32-bit lane, as vdpbf16ps (and tdpbf16ps) pairs them. A whole
@@ -238,6 +262,7 @@ int64_t matmul_panel_cols(int64_t rows) { return rows >= kWideFrom ? 16 * kWideC
 
 void matmul_panel(const MatmulParams& p, const uint16_t* xb, int64_t xb_stride, int64_t o0, int64_t n) {
   const int64_t K = p.in;
+  if (p.rows == 1) return row_stream(p, xb, o0, n);
   if (p.rows < kWideFrom) {
     int64_t o = o0;
     for (; o + kCols <= o0 + n; o += kCols) columns<kCols, kRows>(p, xb, xb_stride, o, 0, K);
