@@ -160,10 +160,11 @@ void columns(const MatmulParams& p, const uint16_t* xb, int64_t xs, int64_t o, i
 // as the f32 panels' one-row body does (matmul_cpu_impl.inc says why); four
 // accumulators over k hide the latency of vdpbf16ps. Against the 4 x 1
 // tiles, which read four weight rows at once, the Qwen2.5-0.5B-shaped
-// one-stream step (whose 4864 -> 896 products come here) measured alike on
-// Zen 4: medians 19.85 against 19.90 ms where the read was 45 GB/s or more,
-// 29.03 against 29.22 at 35 to 40 (20 alternated rounds; docs/PERFORMANCE.md,
-// "Twenty-seventh session").
+// one-stream step measured alike on Zen 4 while only its 4864 -> 896
+// products came here (medians 19.85 against 19.90 ms where the read was 45
+// GB/s or more, 29.03 against 29.22 at 35 to 40, 20 alternated rounds), and
+// faster once every one-row product did (matmul_cpu.cpp says by how much;
+// docs/PERFORMANCE.md, "Twenty-seventh session").
 void row_stream(const MatmulParams& p, const uint16_t* xb, int64_t o0, int64_t n) {
   const int64_t K = p.in;
   const auto* w = static_cast<const uint16_t*>(p.w);
@@ -172,7 +173,8 @@ void row_stream(const MatmulParams& p, const uint16_t* xb, int64_t o0, int64_t n
     __m512 a[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
     int64_t k = 0;
     for (; k + 128 <= K; k += 128)
-      for (int u = 0; u < 4; ++u) a[u] = _mm512_dpbf16_ps(a[u], load32(xb + k + 32 * u, 32), load32(row + k + 32 * u, 32));
+      for (int u = 0; u < 4; ++u)
+        a[u] = _mm512_dpbf16_ps(a[u], load32(xb + k + 32 * u, 32), load32(row + k + 32 * u, 32));
     for (; k < K; k += 32) a[0] = _mm512_dpbf16_ps(a[0], load32(xb + k, K - k), load32(row + k, K - k));
     store_row(p, 0, o, 0, _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a[0], a[1]), _mm512_add_ps(a[2], a[3]))), 0);
   }
