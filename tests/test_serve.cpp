@@ -589,7 +589,11 @@ TEST_CASE("serve: shutdown cancels the running streams, or lets them finish with
     Running srv(test::shipped("tts-demo.yaml"), o);
     Streamed s;
     std::atomic<bool> started{false};
-    std::thread client([&] { s = post(srv.port, speech("short", "alice", {1}, 96), false, [&](const json&) { return started = true; }); });
+    // 1,000 tokens (alice [1] meets the end token at 1,073): long enough to
+    // be running when stop() comes, up to a poll of `eventually` after the
+    // first event. 96 tokens, about 20 ms, were over first in 3 of 20 runs
+    // beside a busy loop.
+    std::thread client([&] { s = post(srv.port, speech("short", "alice", {1}, 1000), false, [&](const json&) { return started = true; }); });
     REQUIRE(eventually([&] { return started.load(); }));
     const serve::ShutdownReport r = srv.server.stop();
     client.join();
