@@ -1,6 +1,8 @@
 // Device-neutral half of the trunk ops: scalar checks and dispatch.
 #include "ops.h"
 
+#include <cstdint>
+
 #include <fmt/format.h>
 
 #include "core/errors.h"
@@ -22,10 +24,8 @@ void nonneg(const char* op, const char* name, int64_t v) {
   throw InputError(fmt::format("{}: backend '{}' is not built into this binary", op, to_string(b)));
 }
 
-}  // namespace
-
-void matmul(Backend b, const MatmulParams& p) {
-  constexpr const char* op = "matmul";
+// matmul's checks of p; false: nothing to compute (no rows).
+bool check_matmul(const char* op, Backend b, const MatmulParams& p) {
   nonneg(op, "rows", p.rows);
   check(p.in > 0 && p.out > 0, op, fmt::format("in and out must be positive, got {} and {}", p.in, p.out));
   check(p.x_stride >= p.in && p.y_stride >= p.out, op,
@@ -34,12 +34,66 @@ void matmul(Backend b, const MatmulParams& p) {
   check(p.x_dtype == DType::f32 || p.x_dtype == DType::bf16, op,
         fmt::format("activations are rounded to f32 or bf16, got {}", to_string(p.x_dtype)));
   check(p.x_dtype == DType::f32 || b != Backend::cuda, op, "the cuda backend takes f32 activations only");
-  if (p.rows == 0) return;
+  if (p.rows == 0) return false;
   check(p.x && p.w && p.y, op, "x, w and y are required");
+  return true;
+}
+
+// The bytes [begin, end) of rows x stride floats from p (the last row only
+// up to its width).
+struct Span {
+  uintptr_t begin, end;
+};
+Span rows_span(const float* p, int64_t rows, int64_t stride, int64_t width) {
+  const auto begin = reinterpret_cast<uintptr_t>(p);
+  return {begin, begin + static_cast<uintptr_t>(((rows - 1) * stride + width) * 4)};
+}
+bool overlap(Span a, Span b) { return a.begin < b.end && b.begin < a.end; }
+
+}  // namespace
+
+void matmul(Backend b, const MatmulParams& p) {
+  constexpr const char* op = "matmul";
+  if (!check_matmul(op, b, p)) return;
   switch (b) {
     case Backend::reference: return matmul_reference(p);
     case Backend::cpu: return matmul_cpu(p);
     case Backend::cuda: MSTAR_CUDA_DISPATCH(matmul_cuda(p));
+  }
+  not_built(op, b);
+}
+
+void matmul_group(Backend b, const MatmulParams* ps, int n) {
+  constexpr const char* op = "matmul_group";
+  check(n >= 0 && n <= kMatmulGroupMax, op, fmt::format("takes 0 to {} products, got {}", kMatmulGroupMax, n));
+  int live = 0;                          // products with rows, in order
+  MatmulParams todo[kMatmulGroupMax];    // they
+  int index[kMatmulGroupMax];            // their places in ps
+  for (int i = 0; i < n; ++i)
+    if (check_matmul(op, b, ps[i])) todo[live] = ps[i], index[live++] = i;
+  // The backend may run them in any order, or interleaved.
+  for (int i = 0; i < live; ++i)
+    for (int j = 0; j < live; ++j) {
+      if (i == j) continue;
+      const MatmulParams &p = todo[i], &q = todo[j];
+      const Span y = rows_span(p.y, p.rows, p.y_stride, p.out);
+      check(!overlap(y, rows_span(q.x, q.rows, q.x_stride, q.in)), op,
+            fmt::format("product {}'s y overlaps product {}'s x", index[i], index[j]));
+      check(!overlap(y, rows_span(q.y, q.rows, q.y_stride, q.out)), op,
+            fmt::format("products {} and {} write overlapping y", index[i], index[j]));
+    }
+  switch (b) {
+    case Backend::reference:
+      for (int i = 0; i < live; ++i) matmul_reference(todo[i]);
+      return;
+    case Backend::cpu: return matmul_group_cpu(todo, live);
+    case Backend::cuda:
+#ifdef MSTAR_WITH_CUDA
+      for (int i = 0; i < live; ++i) matmul_cuda(todo[i]);
+      return;
+#else
+      break;
+#endif
   }
   not_built(op, b);
 }

@@ -108,6 +108,12 @@ struct LerpParams {
 };
 
 void matmul(Backend b, const MatmulParams& p);
+// The products ps[0 .. n), each as matmul() computes it (the same bits), in
+// one call, so that a backend may share them out as one job: a decode
+// step's q, k and v (one x, three weights), or gate and up. No product's y
+// may overlap another's x or y. At most kMatmulGroupMax products.
+constexpr int kMatmulGroupMax = 4;
+void matmul_group(Backend b, const MatmulParams* ps, int n);
 void rmsnorm(Backend b, const RmsNormParams& p);
 void silu_mul(Backend b, const SiluMulParams& p);
 void rope(Backend b, const RopeParams& p);
@@ -123,6 +129,7 @@ void release_weights(Backend b);
 // The host backends, for the dispatcher and for tests.
 void matmul_reference(const MatmulParams& p);
 void matmul_cpu(const MatmulParams& p);
+void matmul_group_cpu(const MatmulParams* ps, int n);
 void release_weights_cpu();
 void rmsnorm_reference(const RmsNormParams& p);
 void rmsnorm_cpu(const RmsNormParams& p);

@@ -1,8 +1,10 @@
 // The cpu backend's rope against the reference: the same arithmetic, bit for
-// bit; the dispatcher's checks of the matrix product's activations. (The
+// bit; the dispatcher's checks of the matrix product's activations; products
+// run as a group against one call each. (The
 // per-instruction-set ops are in test_ops_isa.cpp.)
 #include <doctest/doctest.h>
 
+#include <cstring>
 #include <vector>
 
 #include "core/errors.h"
@@ -57,4 +59,120 @@ TEST_CASE("matmul: activations are f32 or bf16, and bf16 not on cuda") {
   CHECK_THROWS_WITH_AS(matmul(Backend::cuda, p), "matmul: the cuda backend takes f32 activations only", InputError);
   matmul(Backend::cpu, p);
   CHECK(y == std::vector<float>{4.0f, 4.0f});
+}
+
+namespace {
+
+// Three products of one x, as a layer's q, k and v: outputs of odd widths,
+// a dtype each, a bias on the first, the last accumulating into y.
+struct Group {
+  std::vector<float> x;
+  std::vector<std::vector<unsigned char>> w;
+  std::vector<float> bias;
+  std::vector<std::vector<float>> y0;
+  std::vector<MatmulParams> ps;
+  Group(int64_t rows, int64_t in, DType x_dtype, int threads, uint64_t seed) {
+    test::Rng rng(seed);
+    const int64_t outs[] = {97, 17, 54};
+    const DType dts[] = {DType::bf16, DType::f16, DType::bf16};
+    const int64_t xs = in + 3;
+    x = rng.normals(static_cast<size_t>(rows * xs));
+    bias = rng.normals(97);
+    for (int i = 0; i < 3; ++i) {
+      const std::vector<float> v = rng.normals(static_cast<size_t>(outs[i] * in));
+      w.emplace_back(v.size() * dtype_size(dts[i]));
+      for (size_t e = 0; e < v.size(); ++e) store_from_f32(w.back().data(), dts[i], e, v[e]);
+      y0.push_back(rng.normals(static_cast<size_t>(rows * (outs[i] + 5))));
+      MatmulParams p;
+      p.rows = rows, p.in = in, p.out = outs[i];
+      p.x = x.data(), p.x_stride = xs, p.x_dtype = x_dtype;
+      p.w = w.back().data(), p.w_dtype = dts[i];
+      p.bias = i == 0 ? bias.data() : nullptr;
+      p.y_stride = outs[i] + 5, p.accumulate = i == 2;
+      p.threads = threads, p.weights_outlive_call = true;
+      ps.push_back(p);
+    }
+  }
+  // Each product's y after running them with `run`, from y0.
+  template <class Run>
+  std::vector<std::vector<float>> outputs(Run run) {
+    std::vector<std::vector<float>> y = y0;
+    for (size_t i = 0; i < ps.size(); ++i) ps[i].y = y[i].data();
+    run(ps);
+    release_weights(Backend::cpu);  // before w goes
+    return y;
+  }
+};
+
+}  // namespace
+
+// On the cpu backend, products that each take the panels as a redo job run
+// as one job (matmul_cpu.cpp): every panel must reach its own product's y.
+TEST_CASE("matmul_group: each product's bits as its own matmul call, on the cpu backend and the reference") {
+  for (Backend b : {Backend::cpu, Backend::reference})
+    for (DType x_dtype : {DType::f32, DType::bf16})
+      for (int64_t rows : {1, 2, 5, 17, 54})
+        for (int64_t in : {17, 97})
+          for (int threads : {1, 2, 3}) {
+            if (b == Backend::reference && (threads > 1 || rows > 5)) continue;
+            CAPTURE(to_string(b));
+            CAPTURE(to_string(x_dtype));
+            CAPTURE(rows);
+            CAPTURE(in);
+            CAPTURE(threads);
+            Group g(rows, in, x_dtype, threads, static_cast<uint64_t>(rows * 131 + in));
+            const auto want = g.outputs([&](const std::vector<MatmulParams>& ps) {
+              for (const MatmulParams& p : ps) matmul(b, p);
+            });
+            const auto got = g.outputs([&](const std::vector<MatmulParams>& ps) { matmul_group(b, ps.data(), 3); });
+            for (size_t i = 0; i < got.size(); ++i) {
+              CAPTURE(i);
+              CHECK(got[i] != g.y0[i]);
+              REQUIRE(std::memcmp(got[i].data(), want[i].data(), got[i].size() * sizeof(float)) == 0);
+            }
+          }
+}
+
+TEST_CASE("matmul_group: a product without rows is skipped, one whose weights may not outlive the call runs alone") {
+  Group g(3, 97, DType::bf16, 2, 7);
+  const auto want = g.outputs([](const std::vector<MatmulParams>& ps) {
+    matmul(Backend::cpu, ps[0]);
+    matmul(Backend::cpu, ps[2]);
+  });
+  const auto got = g.outputs([](std::vector<MatmulParams> ps) {
+    ps[1].rows = 0;
+    ps[2].weights_outlive_call = false;
+    matmul_group(Backend::cpu, ps.data(), 3);
+  });
+  CHECK(got[1] == g.y0[1]);
+  CHECK(got == want);
+}
+
+TEST_CASE("matmul_group: products that write what another reads, or too many, are refused before any runs") {
+  Group g(2, 17, DType::f32, 2, 11);
+  std::vector<float> y1 = g.y0[1];
+  for (size_t i = 0; i < 3; ++i) g.ps[i].y = g.y0[i].data();
+  g.ps[1].y = y1.data();
+  std::vector<MatmulParams> ps = g.ps;
+  ps[2].x = g.y0[0].data() + 10;  // reads product 0's y
+  ps[2].x_stride = 17;
+  CHECK_THROWS_WITH_AS(matmul_group(Backend::cpu, ps.data(), 3), "matmul_group: product 0's y overlaps product 2's x",
+                       InputError);
+  ps = g.ps;
+  ps[2].y = y1.data() + 10;  // writes over product 1's y
+  ps[2].y_stride = 17;
+  ps[2].out = 17;
+  CHECK_THROWS_WITH_AS(matmul_group(Backend::cpu, ps.data(), 3), "matmul_group: products 1 and 2 write overlapping y",
+                       InputError);
+  ps = g.ps;
+  ps[1].in = 0;
+  CHECK_THROWS_WITH_AS(matmul_group(Backend::reference, ps.data(), 3),
+                       "matmul_group: in and out must be positive, got 0 and 17", InputError);
+  ps = g.ps;
+  ps.push_back(ps[0]);
+  ps.push_back(ps[0]);
+  CHECK_THROWS_WITH_AS(matmul_group(Backend::cpu, ps.data(), 5), "matmul_group: takes 0 to 4 products, got 5",
+                       InputError);
+  CHECK(y1 == g.y0[1]);  // nothing ran
+  matmul_group(Backend::cpu, nullptr, 0);
 }

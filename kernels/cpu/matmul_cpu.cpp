@@ -44,13 +44,28 @@ Bodies bodies(CpuIsa isa) {
 // 113-123; 4 alternated rounds, bf16 activations), with f32 activations
 // 154-171 against 187-206 (1 thread: 193-210; 3 rounds), and with nothing
 // else running alike ("Twenty-third session").
+//
+// One product's panels in such a job.
+struct PanelProduct {
+  MatmulParams p;            // x -> this->x (or xb), y the caller's
+  bool pairs = false;        // the avx512_bf16 bodies over xb, else the job's f32 bodies
+  int64_t cols = 0, xs = 0;  // columns a panel; xb's row stride
+  int64_t first = 0;         // the job's item that is its first panel
+  std::vector<float> x;      // [rows, in]: the caller's x (rounded, for the f32 bodies), copied
+  std::vector<uint16_t> xb;  // [rows, xs]: x rounded to bf16 (pairs), copied
+};
+
+// The panels of up to kMatmulGroupMax products (matmul_group) as one job:
+// item i is the panel i - first of the last product whose first is at most i.
 struct PanelJob : RedoJob {
-  MatmulParams p;              // x -> this->x, y the caller's
-  Bodies b{};                  // the f32 bodies, or
-  bool pairs = false;          // the avx512_bf16 ones over xb
-  int64_t cols = 0, xs = 0;    // columns a panel; xb's row stride
-  std::vector<float> x;        // [rows, in]: the caller's x, copied
-  std::vector<uint16_t> xb;    // [rows, xs]: x rounded to bf16 (pairs), copied
+  Bodies b{};  // the f32 bodies
+  PanelProduct product[kMatmulGroupMax];
+  int count = 0;
+  const PanelProduct& of(int64_t i) const {
+    int k = count - 1;
+    while (product[k].first > i) --k;
+    return product[k];
+  }
 };
 
 // A helper's panel outputs, [rows, cols], its own: written after the call
@@ -85,61 +100,88 @@ PanelJob& free_panel_job() {
   return j;
 }
 
-void panel_body(const PanelJob& j, const MatmulParams& p, int64_t t) {
-  const int64_t o0 = t * j.cols, n = std::min(j.cols, p.out - o0);
+// Panel t of product q, whose params are p (q.p, or its panel's columns
+// alone as a product of their own: run_aside).
+void panel_body(const PanelJob& j, const PanelProduct& q, const MatmulParams& p, int64_t t) {
+  const int64_t o0 = t * q.cols, n = std::min(q.cols, p.out - o0);
 #if defined(__x86_64__)
-  if (j.pairs) return avx512_bf16::matmul_panel(p, j.xb.data(), j.xs, o0, n);
+  if (q.pairs) return avx512_bf16::matmul_panel(p, q.xb.data(), q.xs, o0, n);
 #endif
   j.b.panel(p, o0, n);
+}
+
+// Takes a record for a job of panels: the first free one, emptied. Under
+// g_panels_mutex.
+PanelJob& start_panel_job(const Bodies& b) {
+  PanelJob& j = free_panel_job();
+  j.reuse();
+  j.b = b;
+  j.count = 0;
+  j.n = 0;
+  return j;
+}
+
+// Adds p's panels to the job, `cols` columns each. xb: x rounded (pairs)
+// with row stride xs, or null for the f32 bodies.
+void add_panels(PanelJob& j, const MatmulParams& p, const uint16_t* xb, int64_t xs, int64_t cols) {
+  MSTAR_ASSERT(j.count < kMatmulGroupMax, "add_panels: at most kMatmulGroupMax products a job");
+  PanelProduct& q = j.product[j.count++];
+  q.p = p;
+  q.pairs = xb != nullptr;
+  q.cols = cols;
+  q.xs = xs;
+  q.first = j.n;
+  q.x.resize(static_cast<size_t>(p.rows * p.in));
+  for (int64_t r = 0; r < p.rows; ++r) std::copy_n(p.x + r * p.x_stride, p.in, q.x.data() + r * p.in);
+  q.p.x = q.x.data();
+  q.p.x_stride = p.in;
+  if (xb) q.xb.assign(xb, xb + p.rows * xs);
+  j.n += (p.out + cols - 1) / cols;
+}
+
+// Runs the job's panels on the pool.
+void run_panels(PanelJob& j, int threads) {
+  j.run = [](RedoJob& r, int64_t i) {
+    const auto& pj = static_cast<const PanelJob&>(r);
+    const PanelProduct& q = pj.of(i);
+    panel_body(pj, q, q.p, i - q.first);
+  };
+  j.run_aside = [](RedoJob& r, int64_t i) {
+    const auto& pj = static_cast<const PanelJob&>(r);
+    const PanelProduct& q = pj.of(i);
+    // The panel's columns as a product of their own, into t_aside.
+    MatmulParams a = q.p;
+    const int64_t o0 = (i - q.first) * q.cols, n = std::min(q.cols, a.out - o0);
+    a.w = static_cast<const char*>(a.w) + o0 * a.in * static_cast<int64_t>(dtype_size(a.w_dtype));
+    if (a.bias) a.bias += o0;
+    a.out = n;
+    t_aside.resize(static_cast<size_t>(a.rows * q.cols));
+    a.y = t_aside.data();
+    a.y_stride = q.cols;
+    a.accumulate = false;  // bias included; publish adds y when accumulating
+    panel_body(pj, q, a, 0);
+  };
+  j.publish = [](RedoJob& r, int64_t i) {
+    const auto& pj = static_cast<const PanelJob&>(r);
+    const PanelProduct& q = pj.of(i);
+    const int64_t o0 = (i - q.first) * q.cols, n = std::min(q.cols, q.p.out - o0);
+    for (int64_t row = 0; row < q.p.rows; ++row) {
+      const float* a = t_aside.data() + row * q.cols;
+      float* y = q.p.y + row * q.p.y_stride + o0;
+      // As the bodies store: y + s when accumulating, else s.
+      for (int64_t c = 0; c < n; ++c) y[c] = q.p.accumulate ? y[c] + a[c] : a[c];
+    }
+  };
+  parallel_for_redo(threads, j);
 }
 
 // The panels of p through a RedoJob. xb: x rounded (pairs) with row stride
 // xs, or null for the f32 bodies b.
 void redo_panels(const MatmulParams& p, const Bodies& b, const uint16_t* xb, int64_t xs, int64_t cols) {
   std::lock_guard lk(g_panels_mutex);
-  PanelJob& j = free_panel_job();
-  j.reuse();
-  j.p = p;
-  j.b = b;
-  j.pairs = xb != nullptr;
-  j.cols = cols;
-  j.xs = xs;
-  j.x.resize(static_cast<size_t>(p.rows * p.in));
-  for (int64_t r = 0; r < p.rows; ++r) std::copy_n(p.x + r * p.x_stride, p.in, j.x.data() + r * p.in);
-  j.p.x = j.x.data();
-  j.p.x_stride = p.in;
-  if (xb) j.xb.assign(xb, xb + p.rows * xs);
-  j.n = (p.out + cols - 1) / cols;
-  j.run = [](RedoJob& r, int64_t t) {
-    const auto& pj = static_cast<const PanelJob&>(r);
-    panel_body(pj, pj.p, t);
-  };
-  j.run_aside = [](RedoJob& r, int64_t t) {
-    const auto& pj = static_cast<const PanelJob&>(r);
-    // The panel's columns as a product of their own, into t_aside.
-    MatmulParams q = pj.p;
-    const int64_t o0 = t * pj.cols, n = std::min(pj.cols, q.out - o0);
-    q.w = static_cast<const char*>(q.w) + o0 * q.in * static_cast<int64_t>(dtype_size(q.w_dtype));
-    if (q.bias) q.bias += o0;
-    q.out = n;
-    t_aside.resize(static_cast<size_t>(q.rows * pj.cols));
-    q.y = t_aside.data();
-    q.y_stride = pj.cols;
-    q.accumulate = false;  // bias included; publish adds y when accumulating
-    panel_body(pj, q, 0);
-  };
-  j.publish = [](RedoJob& r, int64_t t) {
-    const auto& pj = static_cast<const PanelJob&>(r);
-    const MatmulParams& q = pj.p;
-    const int64_t o0 = t * pj.cols, n = std::min(pj.cols, q.out - o0);
-    for (int64_t row = 0; row < q.rows; ++row) {
-      const float* a = t_aside.data() + row * pj.cols;
-      float* y = q.y + row * q.y_stride + o0;
-      // As the bodies store: y + s when accumulating, else s.
-      for (int64_t c = 0; c < n; ++c) y[c] = q.accumulate ? y[c] + a[c] : a[c];
-    }
-  };
-  parallel_for_redo(p.threads, j);
+  PanelJob& j = start_panel_job(b);
+  add_panels(j, p, xb, xs, cols);
+  run_panels(j, p.threads);
 }
 
 bool redo(const MatmulParams& p, int64_t cols) {
@@ -291,6 +333,80 @@ void matmul_cpu_path(const MatmulParams& p, CpuIsa isa, MatmulPath path) {
     const int64_t o0 = t * kPanelCols;
     b.panel(p, o0, std::min(kPanelCols, p.out - o0));
   });
+}
+
+namespace {
+
+// Whether p takes the avx512_bf16 pair bodies (matmul_cpu_path).
+bool takes_pairs(const MatmulParams& p, CpuIsa isa) {
+#if defined(__x86_64__)
+  return p.x_dtype == DType::bf16 && p.w_dtype == DType::bf16 && has_bf16_pairs(isa);
+#else
+  (void)p, (void)isa;
+  return false;
+#endif
+}
+
+// The columns of p's panels where matmul_cpu would run them as a redo job,
+// else 0.
+int64_t redo_cols(const MatmulParams& p, CpuIsa isa) {
+  if (matmul_path(p, isa) != MatmulPath::panels) return 0;
+#if defined(__x86_64__)
+  const int64_t cols = takes_pairs(p, isa) ? avx512_bf16::matmul_panel_cols(p.rows) : kPanelCols;
+#else
+  const int64_t cols = kPanelCols;
+#endif
+  return redo(p, cols) ? cols : 0;
+}
+
+}  // namespace
+
+// Products that would each run their panels as a redo job run them as one:
+// every job's start and end cost the step a little (the helper enters, each
+// thread starts a new stream of weights, the last panels keep one thread
+// waiting for the other), and k and v are two panels each. With q, k, v and
+// gate, up grouped (72 jobs fewer a step), the Qwen2.5-0.5B-shaped
+// one-stream step on Zen 4 took 20.38 against 20.75 ms where the read
+// measured just before was 45 GB/s or more (168 and 210 pairs), and alike
+// at 30 to 40 GB/s (bf16 activations, 42 alternated rounds;
+// docs/PERFORMANCE.md, "Twenty-eighth session"): a small gain, where a step
+// is shortest.
+void matmul_group_cpu(const MatmulParams* ps, int n) {
+  const CpuIsa isa = best_cpu_isa();
+  bool one_job = n > 1;
+  int64_t items = 0;
+  for (int i = 0; i < n && one_job; ++i) {
+    const int64_t cols = redo_cols(ps[i], isa);
+    one_job = cols > 0 && ps[i].threads == ps[0].threads;
+    if (one_job) items += (ps[i].out + cols - 1) / cols;
+  }
+  if (!one_job || items > RedoJob::kMaxItems) {
+    for (int i = 0; i < n; ++i) matmul_cpu(ps[i]);
+    return;
+  }
+  std::lock_guard lk(g_panels_mutex);
+  PanelJob& j = start_panel_job(bodies(isa));
+  for (int i = 0; i < n; ++i) {
+    const MatmulParams& p = ps[i];
+    const int64_t cols = redo_cols(p, isa);
+#if defined(__x86_64__)
+    if (takes_pairs(p, isa)) {
+      const int64_t xs = (p.in + 1) / 2 * 2;
+      add_panels(j, p, rounded_bf16(p, xs, p.rows), xs, cols);  // copied before the next rounding
+      continue;
+    }
+#endif
+    if (p.x_dtype == DType::bf16) {
+      MatmulParams q = p;  // as matmul_cpu_path: the f32 bodies over x rounded
+      q.x = rounded_f32(p);
+      q.x_stride = p.in;
+      q.x_dtype = DType::f32;
+      add_panels(j, q, nullptr, 0, cols);
+      continue;
+    }
+    add_panels(j, p, nullptr, 0, cols);
+  }
+  run_panels(j, ps[0].threads);
 }
 
 void release_weights_cpu() {

@@ -1,7 +1,5 @@
 #include "models/trunk.h"
 
-#include "ops.h"
-
 namespace mstar {
 
 namespace {
@@ -40,8 +38,8 @@ Trunk::Trunk(const TrunkShape& shape, ModelParams& params, const std::function<T
 
 Trunk::ReleaseWeights::~ReleaseWeights() { kernels::release_weights(backend); }
 
-void Trunk::project(const float* x, int64_t rows, int64_t in, const void* w, DType w_dtype, int64_t out, float* y,
-                    bool accumulate, const float* bias) {
+kernels::MatmulParams Trunk::product(const float* x, int64_t rows, int64_t in, const void* w, DType w_dtype,
+                                     int64_t out, float* y, bool accumulate, const float* bias) const {
   kernels::MatmulParams p;
   p.rows = rows;
   p.in = in;
@@ -57,7 +55,12 @@ void Trunk::project(const float* x, int64_t rows, int64_t in, const void* w, DTy
   p.accumulate = accumulate;
   p.threads = options_.threads;
   p.weights_outlive_call = true;  // until ~Trunk (release_)
-  kernels::matmul(options_.backend, p);
+  return p;
+}
+
+void Trunk::project(const float* x, int64_t rows, int64_t in, const void* w, DType w_dtype, int64_t out, float* y,
+                    bool accumulate, const float* bias) {
+  kernels::matmul(options_.backend, product(x, rows, in, w, w_dtype, out, y, accumulate, bias));
 }
 
 void Trunk::run(float* x, int64_t n, const LayerAttention& attend) {
@@ -80,14 +83,18 @@ void Trunk::run(float* x, int64_t n, const LayerAttention& attend) {
   for (int64_t l = 0; l < shape_.layers; ++l) {
     const Layer& L = layers_[static_cast<size_t>(l)];
     norm(L.attn_norm, h);
-    mm(h, W, L.q, L.q_dt, L.q_bias, qd, q, false);
-    mm(h, W, L.k, L.k_dt, L.k_bias, kd, k, false);
-    mm(h, W, L.v, L.v_dt, L.v_bias, kd, v, false);
+    // q, k and v read one h, and gate and up another: one call each, so the
+    // backend may run them as one job.
+    const kernels::MatmulParams qkv[] = {product(h, n, W, L.q, L.q_dt, qd, q, false, L.q_bias),
+                                         product(h, n, W, L.k, L.k_dt, kd, k, false, L.k_bias),
+                                         product(h, n, W, L.v, L.v_dt, kd, v, false, L.v_bias)};
+    kernels::matmul_group(b, qkv, 3);
     attend(l, q, k, v, o);
     mm(o, qd, L.o, L.o_dt, nullptr, W, x, true);
     norm(L.mlp_norm, h);
-    mm(h, W, L.gate, L.gate_dt, nullptr, F, g, false);
-    mm(h, W, L.up, L.up_dt, nullptr, F, u, false);
+    const kernels::MatmulParams gate_up[] = {product(h, n, W, L.gate, L.gate_dt, F, g, false, nullptr),
+                                             product(h, n, W, L.up, L.up_dt, F, u, false, nullptr)};
+    kernels::matmul_group(b, gate_up, 2);
     kernels::silu_mul(b, {n * F, g, u, options_.threads});
     mm(g, F, L.down, L.down_dt, nullptr, W, x, true);
   }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backend.h"
+#include "ops.h"
 #include "models/architecture.h"
 #include "models/family.h"
 #include "models/params.h"
@@ -72,6 +73,9 @@ class Trunk {
   std::vector<Layer> layers_;
   const float* final_norm_;
   DeviceScratch scratch_;
+
+  kernels::MatmulParams product(const float* x, int64_t rows, int64_t in, const void* w, DType w_dtype, int64_t out,
+                                float* y, bool accumulate, const float* bias) const;
 };
 
 }  // namespace mstar
