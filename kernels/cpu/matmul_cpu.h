@@ -5,10 +5,9 @@
 // registers; the arithmetic is f32. Activations are f32 unless the caller
 // asks for them rounded to bf16 (MatmulParams::x_dtype): then bf16 weights
 // on a processor with AVX512_BF16 take the vdpbf16ps bodies
-// (matmul_cpu_bf16.cpp), except one row of at most 1,536 columns (one short
-// row streamed faster through the f32 panels: matmul_cpu.cpp), and
-// everything else multiplies the rounded values through the f32 bodies, so
-// every instruction set computes the same product.
+// (matmul_cpu_bf16.cpp), and everything else multiplies the rounded values
+// through the f32 bodies, so every instruction set computes the same
+// product.
 // Two paths:
 // - panels, for few rows (decode: one row per active stream): a panel of
 //   output columns is computed for every row while its weights are in cache,
