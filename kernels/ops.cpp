@@ -66,9 +66,10 @@ void matmul(Backend b, const MatmulParams& p) {
 void matmul_group(Backend b, const MatmulParams* ps, int n) {
   constexpr const char* op = "matmul_group";
   check(n >= 0 && n <= kMatmulGroupMax, op, fmt::format("takes 0 to {} products, got {}", kMatmulGroupMax, n));
-  int live = 0;                          // products with rows, in order
-  MatmulParams todo[kMatmulGroupMax];    // they
-  int index[kMatmulGroupMax];            // their places in ps
+  // The products with rows, in order, and their places in ps.
+  int live = 0;
+  MatmulParams todo[kMatmulGroupMax];
+  int index[kMatmulGroupMax];
   for (int i = 0; i < n; ++i)
     if (check_matmul(op, b, ps[i])) todo[live] = ps[i], index[live++] = i;
   // The backend may run them in any order, or interleaved.
