@@ -184,6 +184,16 @@ void redo_panels(const MatmulParams& p, const Bodies& b, const uint16_t* xb, int
   run_panels(j, p.threads);
 }
 
+// Whether p takes the avx512_bf16 pair bodies (matmul_cpu_path sends it there).
+bool takes_pairs(const MatmulParams& p, CpuIsa isa) {
+#if defined(__x86_64__)
+  return p.x_dtype == DType::bf16 && p.w_dtype == DType::bf16 && has_bf16_pairs(isa);
+#else
+  (void)p, (void)isa;
+  return false;
+#endif
+}
+
 bool redo(const MatmulParams& p, int64_t cols) {
   return p.weights_outlive_call && p.threads > 1 && (p.out + cols - 1) / cols <= RedoJob::kMaxItems;
 }
@@ -309,7 +319,7 @@ void matmul_cpu_path(const MatmulParams& p, CpuIsa isa, MatmulPath path) {
   if (p.x_dtype == DType::bf16) {
 #if defined(__x86_64__)
     if (path == MatmulPath::tiles) return matmul_bf16_tiles(p);
-    if (has_bf16_pairs(isa) && p.w_dtype == DType::bf16) return matmul_bf16_pairs(p, path);
+    if (takes_pairs(p, isa)) return matmul_bf16_pairs(p, path);
 #endif
     MatmulParams q = p;
     q.x = rounded_f32(p);
@@ -337,16 +347,6 @@ void matmul_cpu_path(const MatmulParams& p, CpuIsa isa, MatmulPath path) {
 
 namespace {
 
-// Whether p takes the avx512_bf16 pair bodies (matmul_cpu_path).
-bool takes_pairs(const MatmulParams& p, CpuIsa isa) {
-#if defined(__x86_64__)
-  return p.x_dtype == DType::bf16 && p.w_dtype == DType::bf16 && has_bf16_pairs(isa);
-#else
-  (void)p, (void)isa;
-  return false;
-#endif
-}
-
 // The columns of p's panels where matmul_cpu would run them as a redo job,
 // else 0.
 int64_t redo_cols(const MatmulParams& p, CpuIsa isa) {
@@ -372,13 +372,15 @@ int64_t redo_cols(const MatmulParams& p, CpuIsa isa) {
 // docs/PERFORMANCE.md, "Twenty-eighth session"): a small gain, where a step
 // is shortest.
 void matmul_group_cpu(const MatmulParams* ps, int n) {
+  MSTAR_ASSERT(n >= 0 && n <= kMatmulGroupMax, "matmul_group_cpu: at most kMatmulGroupMax products");
   const CpuIsa isa = best_cpu_isa();
+  int64_t cols[kMatmulGroupMax];  // each product's panel columns
   bool one_job = n > 1;
   int64_t items = 0;
   for (int i = 0; i < n && one_job; ++i) {
-    const int64_t cols = redo_cols(ps[i], isa);
-    one_job = cols > 0 && ps[i].threads == ps[0].threads;
-    if (one_job) items += (ps[i].out + cols - 1) / cols;
+    cols[i] = redo_cols(ps[i], isa);
+    one_job = cols[i] > 0 && ps[i].threads == ps[0].threads;
+    if (one_job) items += (ps[i].out + cols[i] - 1) / cols[i];
   }
   if (!one_job || items > RedoJob::kMaxItems) {
     for (int i = 0; i < n; ++i) matmul_cpu(ps[i]);
@@ -388,11 +390,10 @@ void matmul_group_cpu(const MatmulParams* ps, int n) {
   PanelJob& j = start_panel_job(bodies(isa));
   for (int i = 0; i < n; ++i) {
     const MatmulParams& p = ps[i];
-    const int64_t cols = redo_cols(p, isa);
 #if defined(__x86_64__)
     if (takes_pairs(p, isa)) {
       const int64_t xs = (p.in + 1) / 2 * 2;
-      add_panels(j, p, rounded_bf16(p, xs, p.rows), xs, cols);  // copied before the next rounding
+      add_panels(j, p, rounded_bf16(p, xs, p.rows), xs, cols[i]);  // copied before the next rounding
       continue;
     }
 #endif
@@ -401,10 +402,10 @@ void matmul_group_cpu(const MatmulParams* ps, int n) {
       q.x = rounded_f32(p);
       q.x_stride = p.in;
       q.x_dtype = DType::f32;
-      add_panels(j, q, nullptr, 0, cols);
+      add_panels(j, q, nullptr, 0, cols[i]);
       continue;
     }
-    add_panels(j, p, nullptr, 0, cols);
+    add_panels(j, p, nullptr, 0, cols[i]);
   }
   run_panels(j, ps[0].threads);
 }
