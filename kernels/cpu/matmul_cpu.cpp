@@ -47,12 +47,20 @@ Bodies bodies(CpuIsa isa) {
 //
 // One product's panels in such a job.
 struct PanelProduct {
-  MatmulParams p;            // x -> this->x (or xb), y the caller's
+  MatmulParams p;            // x -> this->x (null for the pairs), y the caller's
   bool pairs = false;        // the avx512_bf16 bodies over xb, else the job's f32 bodies
   int64_t cols = 0, xs = 0;  // columns a panel; xb's row stride
   int64_t first = 0;         // the job's item that is its first panel
-  std::vector<float> x;      // [rows, in]: the caller's x (rounded, for the f32 bodies), copied
-  std::vector<uint16_t> xb;  // [rows, xs]: x rounded to bf16 (pairs), copied
+  // Copies of the caller's activations, left where the allocator puts them
+  // (a 16-byte boundary; nothing moves them to a 64-byte one). Copied to a
+  // 64-byte boundary, as rounded_bf16 keeps its own, the Qwen2.5-0.5B-shaped
+  // one-stream step on Zen 4 measured slower where the read was 30 to 35
+  // GB/s: 33.97 against 32.87 ms with bf16 activations (against copies 16
+  // bytes past the boundary), 35.58 against 33.61 with f32 (against the
+  // allocator's placement); 10 alternated rounds each, the cause not found
+  // (docs/PERFORMANCE.md, "Twenty-ninth session").
+  std::vector<float> x;      // [rows, in]: x (rounded, for the f32 bodies)
+  std::vector<uint16_t> xb;  // [rows, xs]: x rounded to bf16, for the pairs
 };
 
 // The panels of up to kMatmulGroupMax products (matmul_group) as one job:
@@ -131,11 +139,17 @@ void add_panels(PanelJob& j, const MatmulParams& p, const uint16_t* xb, int64_t 
   q.cols = cols;
   q.xs = xs;
   q.first = j.n;
-  q.x.resize(static_cast<size_t>(p.rows * p.in));
-  for (int64_t r = 0; r < p.rows; ++r) std::copy_n(p.x + r * p.x_stride, p.in, q.x.data() + r * p.in);
-  q.p.x = q.x.data();
+  if (xb) {
+    // The pair bodies read xb alone: no copy of x (at 16 rows of 4,864, 311
+    // KB a product).
+    q.xb.assign(xb, xb + p.rows * xs);
+    q.p.x = nullptr;
+  } else {
+    q.x.resize(static_cast<size_t>(p.rows * p.in));
+    for (int64_t r = 0; r < p.rows; ++r) std::copy_n(p.x + r * p.x_stride, p.in, q.x.data() + r * p.in);
+    q.p.x = q.x.data();
+  }
   q.p.x_stride = p.in;
-  if (xb) q.xb.assign(xb, xb + p.rows * xs);
   j.n += (p.out + cols - 1) / cols;
 }
 
