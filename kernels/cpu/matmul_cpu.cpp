@@ -45,22 +45,40 @@ Bodies bodies(CpuIsa isa) {
 // 154-171 against 187-206 (1 thread: 193-210; 3 rounds), and with nothing
 // else running alike ("Twenty-third session").
 //
+// Where the bodies' copies of x start: at a 64-byte boundary, except for
+// one row, 16 bytes past one. From malloc's 16-byte boundary every 64-byte
+// load of a row straddled two cache lines, and at 16 rows, hot, on the
+// Intel machine aligned rows took 430-440 µs against 497-550
+// (docs/PERFORMANCE.md, "bf16 activations"). A one-row product is bound by
+// the read of its weights instead, and on Zen 4 the one-stream step
+// measured faster with x off the boundary, though the product alone, hot,
+// measured slower (one thread: 109 to 122 against 92 to 109 µs; the cause
+// not found). With bf16 activations, where the read was 30 to 35 GB/s: on
+// one thread 37.90 against 42.54 ms (8 alternated rounds), on two, with
+// the copies below, 32.87 against 33.97 (10 rounds); with f32 activations
+// on two, the allocator's placement against a 64-byte boundary, 33.61
+// against 35.58 (10 rounds; "Twenty-ninth session").
+constexpr size_t kOneRowSkew = 16;
+
+// The first of n elements of v, resized to hold them where x for `rows`
+// rows starts (above).
+template <class T>
+T* placed_in(std::vector<T>& v, size_t n, int64_t rows) {
+  const size_t skew = rows == 1 ? kOneRowSkew : 0;
+  v.resize(n + (64 + skew) / sizeof(T));
+  const auto misfit = static_cast<size_t>(reinterpret_cast<uintptr_t>(v.data()) % 64);
+  return v.data() + ((misfit ? 64 - misfit : 0) + skew) / sizeof(T);
+}
+
 // One product's panels in such a job.
 struct PanelProduct {
-  MatmulParams p;            // x -> this->x (null for the pairs), y the caller's
-  bool pairs = false;        // the avx512_bf16 bodies over xb, else the job's f32 bodies
-  int64_t cols = 0, xs = 0;  // columns a panel; xb's row stride
-  int64_t first = 0;         // the job's item that is its first panel
-  // Copies of the caller's activations, left where the allocator puts them
-  // (a 16-byte boundary; nothing moves them to a 64-byte one). Copied to a
-  // 64-byte boundary, as rounded_bf16 keeps its own, the Qwen2.5-0.5B-shaped
-  // one-stream step on Zen 4 measured slower where the read was 30 to 35
-  // GB/s: 33.97 against 32.87 ms with bf16 activations (against copies 16
-  // bytes past the boundary), 35.58 against 33.61 with f32 (against the
-  // allocator's placement); 10 alternated rounds each, the cause not found
-  // (docs/PERFORMANCE.md, "Twenty-ninth session").
-  std::vector<float> x;      // [rows, in]: x (rounded, for the f32 bodies)
-  std::vector<uint16_t> xb;  // [rows, xs]: x rounded to bf16, for the pairs
+  MatmulParams p;                  // x: a copy in x_store (null for the pairs), y the caller's
+  bool pairs = false;              // the avx512_bf16 bodies over xb, else the job's f32 bodies
+  int64_t cols = 0, xs = 0;        // columns a panel; xb's row stride
+  int64_t first = 0;               // the job's item that is its first panel
+  const uint16_t* xb = nullptr;    // [rows, xs]: x rounded to bf16 (pairs), a copy in xb_store
+  std::vector<float> x_store;      // holds p.x, [rows, in], placed as placed_in says
+  std::vector<uint16_t> xb_store;  // holds xb, placed the same way
 };
 
 // The panels of up to kMatmulGroupMax products (matmul_group) as one job:
@@ -113,7 +131,7 @@ PanelJob& free_panel_job() {
 void panel_body(const PanelJob& j, const PanelProduct& q, const MatmulParams& p, int64_t t) {
   const int64_t o0 = t * q.cols, n = std::min(q.cols, p.out - o0);
 #if defined(__x86_64__)
-  if (q.pairs) return avx512_bf16::matmul_panel(p, q.xb.data(), q.xs, o0, n);
+  if (q.pairs) return avx512_bf16::matmul_panel(p, q.xb, q.xs, o0, n);
 #endif
   j.b.panel(p, o0, n);
 }
@@ -142,12 +160,15 @@ void add_panels(PanelJob& j, const MatmulParams& p, const uint16_t* xb, int64_t 
   if (xb) {
     // The pair bodies read xb alone: no copy of x (at 16 rows of 4,864, 311
     // KB a product).
-    q.xb.assign(xb, xb + p.rows * xs);
+    uint16_t* copy = placed_in(q.xb_store, static_cast<size_t>(p.rows * xs), p.rows);
+    std::copy_n(xb, p.rows * xs, copy);
+    q.xb = copy;
     q.p.x = nullptr;
   } else {
-    q.x.resize(static_cast<size_t>(p.rows * p.in));
-    for (int64_t r = 0; r < p.rows; ++r) std::copy_n(p.x + r * p.x_stride, p.in, q.x.data() + r * p.in);
-    q.p.x = q.x.data();
+    float* copy = placed_in(q.x_store, static_cast<size_t>(p.rows * p.in), p.rows);
+    for (int64_t r = 0; r < p.rows; ++r) std::copy_n(p.x + r * p.x_stride, p.in, copy + r * p.in);
+    q.p.x = copy;
+    q.xb = nullptr;
   }
   q.p.x_stride = p.in;
   j.n += (p.out + cols - 1) / cols;
@@ -215,16 +236,13 @@ bool redo(const MatmulParams& p, int64_t cols) {
 #if defined(__x86_64__)
 // x rounded to bf16, [rows, stride] with stride >= in, the pad zero, and
 // rows >= p.rows, the extra rows zero (what the avx512_bf16 and amx_bf16
-// bodies read), kept between calls, from a 64-byte boundary (from malloc's
-// 16-byte one, every 64-byte load of a row straddled two cache lines:
-// docs/PERFORMANCE.md, "bf16 activations"). In the caller's thread up to the
-// panels' rows: a decode step's few rows round in microseconds, less than
-// handing them to the pool.
+// bodies read), kept between calls, placed as placed_in says. In the
+// caller's thread up to the panels' rows: a decode step's few rows round in
+// microseconds, less than handing them to the pool.
 const uint16_t* rounded_bf16(const MatmulParams& p, int64_t stride, int64_t rows) {
   MSTAR_ASSERT(stride >= p.in && rows >= p.rows, "rounded_bf16: padding only adds");
-  thread_local std::vector<uint16_t> xb;  // 32 spare elements: room to start at a 64-byte boundary
-  xb.resize(static_cast<size_t>(rows * stride) + 32);
-  uint16_t* out = xb.data() + ((64 - reinterpret_cast<uintptr_t>(xb.data()) % 64) % 64) / 2;
+  thread_local std::vector<uint16_t> xb;
+  uint16_t* out = placed_in(xb, static_cast<size_t>(rows * stride), rows);
   std::fill(out + p.rows * stride, out + rows * stride, uint16_t{0});
   auto row = [&](int64_t r, int) {
     avx512_bf16::round_to_bf16(p.x + r * p.x_stride, p.in, out + r * stride);
@@ -353,9 +371,22 @@ void matmul_cpu_path(const MatmulParams& p, CpuIsa isa, MatmulPath path) {
     return;
   }
   if (redo(p, kPanelCols)) return redo_panels(p, b, nullptr, 0, kPanelCols);
+  // One row reads x from a copy placed as placed_in says, as a redo job's
+  // is (the trunk's activations start at a 64-byte boundary). On Zen 4 the
+  // one-thread step with f32 activations measured 46.76 against 52.39 ms
+  // where the read was 30 to 35 GB/s and 53.69 against 60.06 under 30, alike
+  // above 45 (14 alternated rounds; docs/PERFORMANCE.md, "Twenty-ninth
+  // session"). Not measured on other processors.
+  MatmulParams q = p;
+  if (p.rows == 1) {
+    thread_local std::vector<float> x1;
+    float* copy = placed_in(x1, static_cast<size_t>(p.in), 1);
+    std::copy_n(p.x, p.in, copy);
+    q.x = copy;
+  }
   parallel_for(p.threads, (p.out + kPanelCols - 1) / kPanelCols, [&](int64_t t, int) {
     const int64_t o0 = t * kPanelCols;
-    b.panel(p, o0, std::min(kPanelCols, p.out - o0));
+    b.panel(q, o0, std::min(kPanelCols, p.out - o0));
   });
 }
 
