@@ -34,6 +34,10 @@ bool check_matmul(const char* op, Backend b, const MatmulParams& p) {
   check(p.x_dtype == DType::f32 || p.x_dtype == DType::bf16, op,
         fmt::format("activations are rounded to f32 or bf16, got {}", to_string(p.x_dtype)));
   check(p.x_dtype == DType::f32 || b != Backend::cuda, op, "the cuda backend takes f32 activations only");
+  check(layout_fits(p.w_layout, p.w_dtype, p.in), op,
+        fmt::format("weights laid out as {} must be bf16 with an even width, got {} with width {}",
+                    layout_name(p.w_layout), to_string(p.w_dtype), p.in));
+  check(p.w_layout == WeightLayout::rows || b != Backend::cuda, op, "the cuda backend reads row-major weights only");
   if (p.rows == 0) return false;
   check(p.x && p.w && p.y, op, "x, w and y are required");
   return true;

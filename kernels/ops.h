@@ -9,6 +9,7 @@
 
 #include "backend.h"
 #include "core/dtype.h"
+#include "weight_layout.h"
 
 namespace mstar::kernels {
 
@@ -22,8 +23,9 @@ struct MatmulParams {
   const float* x = nullptr;  // [rows, x_stride]
   int64_t x_stride = 0;
   DType x_dtype = DType::f32;  // f32 or bf16
-  const void* w = nullptr;  // [out, in], row-major, w_dtype
+  const void* w = nullptr;  // [out, in], w_dtype, laid out as w_layout says
   DType w_dtype = DType::f32;
+  WeightLayout w_layout = WeightLayout::rows;  // pair_panels: bf16, in even, on the host backends
   const float* bias = nullptr;  // [out] or null
   float* y = nullptr;           // [rows, y_stride]
   int64_t y_stride = 0;

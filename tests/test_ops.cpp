@@ -61,10 +61,66 @@ TEST_CASE("matmul: activations are f32 or bf16, and bf16 not on cuda") {
   CHECK(y == std::vector<float>{4.0f, 4.0f});
 }
 
+// A matrix as pair panels (weight_layout.h): every element where
+// pair_panel_index says, the rearrangement undone exactly, the reference's
+// product the same bits as over rows; what cannot be so laid out refused.
+TEST_CASE("weight layouts: pair panels hold the same matrix, and products refuse what cannot be so laid out") {
+  test::Rng rng(11);
+  for (auto [out, in] : {std::pair<int64_t, int64_t>{17, 54}, {97, 128}, {64, 2}, {130, 6}}) {
+    CAPTURE(out);
+    CAPTURE(in);
+    const std::vector<float> v = rng.normals(static_cast<size_t>(out * in));
+    std::vector<uint16_t> w(v.size()), panels;
+    for (size_t i = 0; i < v.size(); ++i) w[i] = f32_to_bf16(v[i]);
+    panels = w;
+    rows_to_pair_panels(panels.data(), out, in);
+    if (in > 2) CHECK(panels != w);  // at width 2 a panel's pairs are its rows
+    for (int64_t o = 0; o < out; ++o)
+      for (int64_t k = 0; k < in; ++k)
+        REQUIRE(matrix_element(panels.data(), DType::bf16, WeightLayout::pair_panels, out, in, o, k) ==
+                bf16_to_f32(w[static_cast<size_t>(o * in + k)]));
+    const std::vector<float> x = rng.normals(static_cast<size_t>(3 * in));
+    std::vector<float> want(static_cast<size_t>(3 * out)), got(want.size());
+    MatmulParams p;
+    p.rows = 3, p.in = in, p.out = out;
+    p.x = x.data(), p.x_stride = in;
+    p.w = w.data(), p.w_dtype = DType::bf16;
+    p.y = want.data(), p.y_stride = out;
+    matmul(Backend::reference, p);
+    p.w = panels.data(), p.w_layout = WeightLayout::pair_panels, p.y = got.data();
+    matmul(Backend::reference, p);
+    CHECK(got == want);
+    pair_panels_to_rows(panels.data(), out, in);
+    CHECK(panels == w);
+  }
+  for (Backend b : {Backend::reference, Backend::cuda}) CHECK(matmul_layout(b, DType::bf16, 896) == WeightLayout::rows);
+  CHECK(matmul_layout(Backend::cpu, DType::f16, 896) == WeightLayout::rows);
+  CHECK(matmul_layout(Backend::cpu, DType::bf16, 897) == WeightLayout::rows);
+
+  const std::vector<uint16_t> w(8);
+  const std::vector<float> x(4, 1.0f);
+  std::vector<float> y(2);
+  MatmulParams p;
+  p.rows = 1, p.in = 4, p.out = 2;
+  p.x = x.data(), p.x_stride = 4;
+  p.w = w.data(), p.w_dtype = DType::f16, p.w_layout = WeightLayout::pair_panels;
+  p.y = y.data(), p.y_stride = 2;
+  CHECK_THROWS_WITH_AS(matmul(Backend::cpu, p),
+                       "matmul: weights laid out as pair_panels must be bf16 with an even width, got f16 with width 4",
+                       InputError);
+  p.w_dtype = DType::bf16, p.in = 3, p.out = 2;
+  CHECK_THROWS_WITH_AS(matmul(Backend::cpu, p),
+                       "matmul: weights laid out as pair_panels must be bf16 with an even width, got bf16 with width 3",
+                       InputError);
+  p.in = 4;
+  CHECK_THROWS_WITH_AS(matmul(Backend::cuda, p), "matmul: the cuda backend reads row-major weights only", InputError);
+}
+
 namespace {
 
 // Three products of one x, as a layer's q, k and v: outputs of odd widths,
-// a dtype each, a bias on the first, the last accumulating into y.
+// a dtype each, a bias on the first, the last accumulating into y; the
+// bf16 ones as pair panels where the width is even.
 struct Group {
   std::vector<float> x;
   std::vector<std::vector<unsigned char>> w;
@@ -82,11 +138,14 @@ struct Group {
       const std::vector<float> v = rng.normals(static_cast<size_t>(outs[i] * in));
       w.emplace_back(v.size() * dtype_size(dts[i]));
       for (size_t e = 0; e < v.size(); ++e) store_from_f32(w.back().data(), dts[i], e, v[e]);
+      const bool panels = dts[i] == DType::bf16 && in % 2 == 0;
+      if (panels) rows_to_pair_panels(reinterpret_cast<uint16_t*>(w.back().data()), outs[i], in);
       y0.push_back(rng.normals(static_cast<size_t>(rows * (outs[i] + 5))));
       MatmulParams p;
       p.rows = rows, p.in = in, p.out = outs[i];
       p.x = x.data(), p.x_stride = xs, p.x_dtype = x_dtype;
       p.w = w.back().data(), p.w_dtype = dts[i];
+      p.w_layout = panels ? WeightLayout::pair_panels : WeightLayout::rows;
       p.bias = i == 0 ? bias.data() : nullptr;
       p.y_stride = outs[i] + 5, p.accumulate = i == 2;
       p.threads = threads, p.weights_outlive_call = true;
@@ -112,7 +171,7 @@ TEST_CASE("matmul_group: each product's bits as its own matmul call, on the cpu 
   for (Backend b : {Backend::cpu, Backend::reference})
     for (DType x_dtype : {DType::f32, DType::bf16})
       for (int64_t rows : {1, 2, 5, 17, 54})
-        for (int64_t in : {17, 97})
+        for (int64_t in : {17, 54, 97})
           for (int threads : {1, 2, 3}) {
             if (b == Backend::reference && (threads > 1 || rows > 5)) continue;
             CAPTURE(to_string(b));

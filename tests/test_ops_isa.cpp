@@ -36,7 +36,14 @@ struct MatmulCase {
   bool bias, accumulate;
   int threads;
   DType x_dtype = DType::f32;
+  WeightLayout layout = WeightLayout::rows;
 };
+
+// w [out, in] of bf16 as pair panels.
+std::vector<unsigned char> as_pair_panels(std::vector<unsigned char> w, int64_t out, int64_t in) {
+  rows_to_pair_panels(reinterpret_cast<uint16_t*>(w.data()), out, in);
+  return w;
+}
 
 // Runs the case on `isa` and checks every output against the reference.
 // Tolerance: both sum the same exactly widened products, in f32 against
@@ -57,6 +64,7 @@ void check_matmul(const MatmulCase& c, CpuIsa isa, MatmulPath path) {
   const std::string path_name = path == MatmulPath::panels ? "panels" : path == MatmulPath::packed ? "packed" : "tiles";
   CAPTURE(path_name);
   CAPTURE(to_string(c.x_dtype));
+  CAPTURE(layout_name(c.layout));
   test::Rng rng(static_cast<uint64_t>(c.rows * 1000003 + c.in * 1009 + c.out));
   const int64_t xs = c.in + 3, ys = c.out + 5;  // strides wider than the rows
   const std::vector<float> x = rng.normals(static_cast<size_t>(c.rows * xs));
@@ -68,7 +76,8 @@ void check_matmul(const MatmulCase& c, CpuIsa isa, MatmulPath path) {
   p.rows = c.rows, p.in = c.in, p.out = c.out;
   p.x = x.data(), p.x_stride = xs;
   p.x_dtype = c.x_dtype;
-  p.w = w.data(), p.w_dtype = c.dt;
+  const std::vector<unsigned char> laid = c.layout == WeightLayout::rows ? w : as_pair_panels(w, c.out, c.in);
+  p.w = laid.data(), p.w_dtype = c.dt, p.w_layout = c.layout;
   p.bias = c.bias ? bias.data() : nullptr;
   p.y_stride = ys;
   p.accumulate = c.accumulate;
@@ -113,6 +122,31 @@ TEST_CASE("matmul: the instruction set's panels and packed tiles agree with the 
   for (DType dt : {DType::f32, DType::f16, DType::bf16})
     for (int64_t out : {29, 45})
       check_matmul({17, 97, out, dt, true, true, 2}, test::isa_under_test(), MatmulPath::packed);
+  // One row over long rows of bf16 weights: avx512's one-row body splits x
+  // 1,024 elements a block and reads 64, then 32, then one at a time (1061:
+  // a second block of 32 and a tail of 5; 2113: three blocks, the last of
+  // 64, and a tail of one).
+  for (int64_t in : {1061, 2113})
+    for (bool accumulate : {false, true})
+      check_matmul({1, in, 97, DType::bf16, !accumulate, accumulate, 2}, test::isa_under_test(), MatmulPath::panels);
+}
+
+// Weights as pair panels (weight_layout.h): every set reads them, for any
+// rows and whichever path is named (the panels take them all): out 17 and
+// 97 end in a part panel (masked on AVX-512), 128 in whole ones; in 1062
+// is long rows of weights; rows 97 past the panels' usual limit.
+TEST_CASE("matmul: weights as pair panels agree with the reference") {
+  for (DType x_dtype : {DType::f32, DType::bf16})
+    for (int64_t rows : {1, 2, 3, 6, 16, 17, 54, 97})
+      for (int64_t in : {2, 54, 128, 1062})
+        for (int64_t out : {17, 97, 128}) {
+          const bool bias = (rows + in) % 2 == 0, accumulate = (rows + out) % 3 == 0;
+          const MatmulPath path = rows % 3 == 0 ? MatmulPath::packed : rows % 3 == 1 ? MatmulPath::panels
+                                                                                      : MatmulPath::tiles;
+          check_matmul({rows, in, out, DType::bf16, bias, accumulate, static_cast<int>(1 + rows % 2), x_dtype,
+                        WeightLayout::pair_panels},
+                       test::isa_under_test(), path);
+        }
 }
 
 // avx512_bf16 runs its vdpbf16ps bodies here (bf16 weights); every other set,
@@ -297,38 +331,47 @@ TEST_CASE("max: the instruction set's body finds the largest and its lowest inde
 // included.
 TEST_CASE("matmul: panels run as a redo job give the ordinary job's bits") {
   const CpuIsa isa = test::isa_under_test();
+  const auto check = [&](DType dt, DType x_dtype, int64_t rows, int64_t in, int64_t out, int threads,
+                         WeightLayout layout) {
+    CAPTURE(to_string(dt));
+    CAPTURE(to_string(x_dtype));
+    CAPTURE(rows);
+    CAPTURE(in);
+    CAPTURE(out);
+    CAPTURE(threads);
+    CAPTURE(layout_name(layout));
+    const bool bias = (rows + in) % 2 == 0, accumulate = (in + out) % 3 == 0;
+    test::Rng rng(static_cast<uint64_t>(rows * 7919 + in * 31 + out));
+    const int64_t xs = in + 3, ys = out + 5;
+    const std::vector<float> x = rng.normals(static_cast<size_t>(rows * xs));
+    std::vector<unsigned char> w = stored(rng.normals(static_cast<size_t>(out * in)), dt);
+    if (layout == WeightLayout::pair_panels) w = as_pair_panels(std::move(w), out, in);
+    const std::vector<float> b = rng.normals(static_cast<size_t>(out));
+    const std::vector<float> y0 = rng.normals(static_cast<size_t>(rows * ys));
+    std::vector<float> want = y0, got = y0;
+    MatmulParams p;
+    p.rows = rows, p.in = in, p.out = out;
+    p.x = x.data(), p.x_stride = xs, p.x_dtype = x_dtype;
+    p.w = w.data(), p.w_dtype = dt, p.w_layout = layout;
+    p.bias = bias ? b.data() : nullptr;
+    p.y_stride = ys, p.accumulate = accumulate, p.threads = threads;
+    p.y = want.data();
+    matmul_cpu_path(p, isa, MatmulPath::panels);
+    p.y = got.data();
+    p.weights_outlive_call = true;
+    matmul_cpu_path(p, isa, MatmulPath::panels);
+    release_weights(Backend::cpu);  // before w goes
+    REQUIRE(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
+  };
   for (DType dt : {DType::f32, DType::f16, DType::bf16})
     for (DType x_dtype : {DType::f32, DType::bf16})
       for (int64_t rows : {1, 2, 4, 17, 54})
         for (int64_t in : {17, 97, 1537})
           for (int64_t out : {17, 1000})
-            for (int threads : {2, 3}) {
-              CAPTURE(to_string(dt));
-              CAPTURE(to_string(x_dtype));
-              CAPTURE(rows);
-              CAPTURE(in);
-              CAPTURE(out);
-              CAPTURE(threads);
-              const bool bias = (rows + in) % 2 == 0, accumulate = (in + out) % 3 == 0;
-              test::Rng rng(static_cast<uint64_t>(rows * 7919 + in * 31 + out));
-              const int64_t xs = in + 3, ys = out + 5;
-              const std::vector<float> x = rng.normals(static_cast<size_t>(rows * xs));
-              const std::vector<unsigned char> w = stored(rng.normals(static_cast<size_t>(out * in)), dt);
-              const std::vector<float> b = rng.normals(static_cast<size_t>(out));
-              const std::vector<float> y0 = rng.normals(static_cast<size_t>(rows * ys));
-              std::vector<float> want = y0, got = y0;
-              MatmulParams p;
-              p.rows = rows, p.in = in, p.out = out;
-              p.x = x.data(), p.x_stride = xs, p.x_dtype = x_dtype;
-              p.w = w.data(), p.w_dtype = dt;
-              p.bias = bias ? b.data() : nullptr;
-              p.y_stride = ys, p.accumulate = accumulate, p.threads = threads;
-              p.y = want.data();
-              matmul_cpu_path(p, isa, MatmulPath::panels);
-              p.y = got.data();
-              p.weights_outlive_call = true;
-              matmul_cpu_path(p, isa, MatmulPath::panels);
-              release_weights(Backend::cpu);  // before w goes
-              REQUIRE(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
-            }
+            for (int threads : {2, 3}) check(dt, x_dtype, rows, in, out, threads, WeightLayout::rows);
+  // Pair panels: a part panel aside is read where it lies in the matrix.
+  for (DType x_dtype : {DType::f32, DType::bf16})
+    for (int64_t rows : {1, 2, 17, 54})
+      for (int64_t in : {54, 1538})
+        for (int64_t out : {17, 1000}) check(DType::bf16, x_dtype, rows, in, out, 2, WeightLayout::pair_panels);
 }

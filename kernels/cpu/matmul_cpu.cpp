@@ -229,8 +229,11 @@ bool takes_pairs(const MatmulParams& p, CpuIsa isa) {
 #endif
 }
 
+// Panels as a redo job: a decode step's products (few rows; the pair
+// panels' bodies take any number, and a prefill's many would be copied).
 bool redo(const MatmulParams& p, int64_t cols) {
-  return p.weights_outlive_call && p.threads > 1 && (p.out + cols - 1) / cols <= RedoJob::kMaxItems;
+  return p.weights_outlive_call && p.threads > 1 && p.rows <= kPanelMaxRows &&
+         (p.out + cols - 1) / cols <= RedoJob::kMaxItems;
 }
 
 #if defined(__x86_64__)
@@ -324,7 +327,7 @@ void matmul_bf16_pairs(const MatmulParams& p, MatmulPath path) {
     });
     return;
   }
-  const int64_t cols = avx512_bf16::matmul_panel_cols(p.rows);
+  const int64_t cols = avx512_bf16::matmul_panel_cols(p);
   if (redo(p, cols)) return redo_panels(p, Bodies{}, xb, xs, cols);
   parallel_for(p.threads, (p.out + cols - 1) / cols, [&](int64_t t, int) {
     const int64_t o0 = t * cols;
@@ -348,6 +351,8 @@ void matmul_cpu_path(const MatmulParams& p, CpuIsa isa, MatmulPath path) {
   // Tiles are AMX on bf16 x bf16; asked of anything else, the packed path.
   const bool amx = isa == CpuIsa::amx_bf16 && p.x_dtype == DType::bf16 && p.w_dtype == DType::bf16;
   if (path == MatmulPath::tiles && !amx) path = MatmulPath::packed;
+  // Pair panels are what the packed path would pack: their panel bodies take any rows.
+  if (p.w_layout == WeightLayout::pair_panels) path = MatmulPath::panels;
   if (p.x_dtype == DType::bf16) {
 #if defined(__x86_64__)
     if (path == MatmulPath::tiles) return matmul_bf16_tiles(p);
@@ -397,7 +402,7 @@ namespace {
 int64_t redo_cols(const MatmulParams& p, CpuIsa isa) {
   if (matmul_path(p, isa) != MatmulPath::panels) return 0;
 #if defined(__x86_64__)
-  const int64_t cols = takes_pairs(p, isa) ? avx512_bf16::matmul_panel_cols(p.rows) : kPanelCols;
+  const int64_t cols = takes_pairs(p, isa) ? avx512_bf16::matmul_panel_cols(p) : kPanelCols;
 #else
   const int64_t cols = kPanelCols;
 #endif

@@ -20,6 +20,14 @@
 //   activations rounded to bf16: the block is packed as for vdpbf16ps and
 //   multiplied in AMX tiles (tdpbf16ps: 16 x 16 x 32 multiply-adds an
 //   instruction). Asked of anything else, the tiles path is the packed one.
+// Weights laid out as pair panels (weight_layout.h: a model's bf16
+// projections where kernels::matmul_layout chooses them) take the panels
+// path at any number of rows: a pair panel is already the k-major block the
+// packed path would build, so one body serves decode and prefill. On
+// AVX-512 its tiles broadcast x (a bf16 pair, or two f32) against 4 vectors
+// of weights, which reading rows cannot: there every load of weights needs
+// a load of x (docs/PERFORMANCE.md, "Thirtieth session", says by how much
+// that measured faster).
 #include <cstdint>
 
 #include "cpu/isa.h"
@@ -48,6 +56,7 @@ constexpr int64_t kPanelMaxRowsAvx2 = 40;
 // against 188-197 hot, 347-354 against 300-306 cold).
 constexpr int64_t kTilesMinRows = 8;
 inline MatmulPath matmul_path(const MatmulParams& p, CpuIsa isa) {
+  if (p.w_layout == WeightLayout::pair_panels) return MatmulPath::panels;  // any rows (matmul_panel below)
   if (isa == CpuIsa::amx_bf16 && p.x_dtype == DType::bf16 && p.w_dtype == DType::bf16 && p.rows >= kTilesMinRows)
     return MatmulPath::tiles;
   return p.rows <= (isa == CpuIsa::avx2 ? kPanelMaxRowsAvx2 : kPanelMaxRows) ? MatmulPath::panels
@@ -64,13 +73,24 @@ inline MatmulPath matmul_path(const MatmulParams& p, CpuIsa isa) {
 // 252-262 µs hot (3 alternated rounds, idle machine; docs/PERFORMANCE.md,
 // "Sixth session").
 constexpr int64_t kPanelCols = 64;
+static_assert(kPanelCols == kPairPanelCols, "a panel of the f32 bodies is a pair panel");
 
 // The product with a named instruction set and path (the backend passes
 // best_cpu_isa() and matmul_path(p, isa); tests and the benchmark name each).
 void matmul_cpu_path(const MatmulParams& p, CpuIsa isa, MatmulPath path);
 
+// One row over pair panels (a decode step's product, bound by the read of
+// its weights) asks for the panel's lines this many k pairs ahead (4 KiB),
+// into L2 (locality 1, as the row tiles do). On Zen 4 the one-stream step
+// with bf16 activations took 30.53 against 31.35 ms where the read was 30
+// to 35 GB/s and 28.74 against 29.19 at 35 to 40 (6 alternated rounds;
+// docs/PERFORMANCE.md, "Thirtieth session").
+constexpr int64_t kPairAhead = 16;
+
 // Per ISA:
-// - matmul_panel: y[:, o0 .. o0 + n) for every row, n <= kPanelCols;
+// - matmul_panel: y[:, o0 .. o0 + n) for every row, n <= kPanelCols; with
+//   weights as pair panels (weight_layout.h), panel o0 / kPanelCols whole,
+//   for any number of rows;
 // - matmul_packed_cols: the packed path's columns per task;
 // - matmul_packed: y[:, o0 .. o0 + n), n <= matmul_packed_cols(), through
 //   `packed` ([in, matmul_packed_cols()] floats of scratch).
@@ -96,9 +116,9 @@ MSTAR_MATMUL_BODIES
 // matmul_packed_cols()] pairs.
 namespace avx512_bf16 {
 void round_to_bf16(const float* x, int64_t n, uint16_t* out);  // f32_to_bf16 of each
-// Output columns per panel (one pool task) at `rows` rows: kPanelCols, or
-// 48 where the body takes 3-column tiles.
-int64_t matmul_panel_cols(int64_t rows);
+// Output columns per panel (one pool task) of p: kPanelCols, or 48 where
+// the body takes 3-column tiles (rows, not pair panels, from 16 rows).
+int64_t matmul_panel_cols(const MatmulParams& p);
 void matmul_panel(const MatmulParams& p, const uint16_t* xb, int64_t xb_stride, int64_t o0, int64_t n);
 int64_t matmul_packed_cols();
 void matmul_packed(const MatmulParams& p, const uint16_t* xb, int64_t xb_stride, int64_t o0, int64_t n,

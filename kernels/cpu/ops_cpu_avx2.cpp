@@ -2,6 +2,7 @@
 // arithmetic peak loop) for processors with AVX2, FMA and F16C, chosen at run
 // time (cpu_supports in isa.cpp): 8 f32 lanes, 16 registers.
 #include "core/dtype.h"
+#include "core/errors.h"
 #include "cpu/attention_cpu.h"
 #include "cpu/elementwise_cpu.h"
 #include "cpu/matmul_cpu.h"

@@ -18,6 +18,7 @@
 // product rounds activations to bf16 only when the deployment asks
 // (matmul_cpu_bf16.cpp).
 #include "core/dtype.h"
+#include "core/errors.h"
 #include "cpu/attention_cpu.h"
 #include "cpu/elementwise_cpu.h"
 #include "cpu/matmul_cpu.h"

@@ -1,6 +1,7 @@
 // The cpu backend's bodies (matrix product, elementwise, attention, the
 // arithmetic peak loop) for any processor.
 #include "core/dtype.h"
+#include "core/errors.h"
 #include "cpu/attention_cpu.h"
 #include "cpu/elementwise_cpu.h"
 #include "cpu/matmul_cpu.h"

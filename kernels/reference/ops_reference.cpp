@@ -14,7 +14,7 @@ void matmul_reference(const MatmulParams& p) {
       const float* x = p.x + r * p.x_stride;
       for (int64_t i = 0; i < p.in; ++i)
         s += static_cast<double>(round_to(p.x_dtype, x[i])) *
-             load_as_f32(p.w, p.w_dtype, static_cast<size_t>(o * p.in + i));
+             matrix_element(p.w, p.w_dtype, p.w_layout, p.out, p.in, o, i);
       if (p.bias) s += p.bias[o];
       float& y = p.y[r * p.y_stride + o];
       y = static_cast<float>(s + (p.accumulate ? y : 0.0));

@@ -17,9 +17,10 @@
 namespace mstar::bench {
 
 const std::vector<std::string>& matmul_methods() {
-  static const std::vector<std::string> all{"mstar",           "panels",          "packed",
-                                            "mstar-bf16-act",  "panels-bf16-act", "packed-bf16-act",
-                                            "tiles-bf16-act",  "openblas-sgemm-f32"};
+  static const std::vector<std::string> all{"mstar",          "panels",          "packed",
+                                            "mstar-bf16-act", "panels-bf16-act", "packed-bf16-act",
+                                            "tiles-bf16-act", "pair-panels",     "pair-panels-bf16-act",
+                                            "openblas-sgemm-f32"};
   return all;
 }
 
@@ -108,10 +109,25 @@ std::vector<MatmulResult> bench_matmul(const MatmulShape& s, bool cold, int repe
   }
   const int64_t wide_floats = s.in * s.out;
 
+  // The copies' layout: the pair-panels methods rearrange them in place.
+  kernels::WeightLayout layout = kernels::WeightLayout::rows;
   std::vector<MatmulResult> out;
   for (const std::string& m : methods) {
     const kernels::CpuIsa isa = kernels::best_cpu_isa();
     const bool blas = m == "openblas-sgemm-f32";
+    const kernels::WeightLayout want =
+        m.starts_with("pair-panels") ? kernels::WeightLayout::pair_panels : kernels::WeightLayout::rows;
+    if (!kernels::layout_fits(want, s.dtype, s.in)) continue;  // pair panels: bf16 with an even --in only
+    if (want != layout && !blas)
+      for (int64_t c = 0; c < copies; ++c) {
+        auto* w = static_cast<uint16_t*>(weights.data()) + c * s.in * s.out;
+        if (want == kernels::WeightLayout::pair_panels)
+          kernels::rows_to_pair_panels(w, s.out, s.in);
+        else
+          kernels::pair_panels_to_rows(w, s.out, s.in);
+        layout = want;
+      }
+    p.w_layout = blas ? kernels::WeightLayout::rows : layout;
     const DType x_dtype = m.ends_with("-bf16-act") ? DType::bf16 : DType::f32;
     if (blas) openblas_set_num_threads(s.threads);
     const std::vector<double> us = time_calls(
@@ -123,7 +139,7 @@ std::vector<MatmulResult> bench_matmul(const MatmulShape& s, bool cold, int repe
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(s.rows), static_cast<int>(s.out),
                         static_cast<int>(s.in), 1.0f, x, static_cast<int>(s.in), wide.data() + copy * wide_floats,
                         static_cast<int>(s.in), 0.0f, y, static_cast<int>(s.out));
-          else if (m.starts_with("mstar")) kernels::matmul_cpu(q);
+          else if (m.starts_with("mstar") || m.starts_with("pair-panels")) kernels::matmul_cpu(q);
           else if (m.starts_with("panels")) kernels::matmul_cpu_path(q, isa, kernels::MatmulPath::panels);
           else if (m.starts_with("tiles")) kernels::matmul_cpu_path(q, isa, kernels::MatmulPath::tiles);
           else kernels::matmul_cpu_path(q, isa, kernels::MatmulPath::packed);

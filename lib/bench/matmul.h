@@ -39,7 +39,10 @@ struct MatmulResult {
   kernels::PeakOp peak_op = kernels::PeakOp::fma;
 };
 
-// Every method bench_matmul knows, in the order it times them.
+// Every method bench_matmul knows, in the order it times them. The
+// pair-panels ones (the weights as pair panels, weight_layout.h, as the
+// products of a checkpoint's trunk read them where kernels::matmul_layout
+// says so) time only bf16 weights with an even width.
 const std::vector<std::string>& matmul_methods();
 
 // Throws ConfigError naming the shape when a size is below 1 or past
