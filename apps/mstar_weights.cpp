@@ -25,7 +25,7 @@ int main(int argc, char** argv) {
       return mstar::cli::kInvalid;
     }
     const auto specs = m->arch->tensors();
-    const mstar::Weights w = m->load_weights();
+    const mstar::Weights w = m->load_weights(mstar::Backend::reference);  // written row-major whatever the layout
     mstar::write_weights(w, specs, out, dt);
     fmt::print("{}: {} tensors, {}\n", out, w.all().size(), dtype);
     return mstar::cli::kOk;

@@ -68,7 +68,7 @@ struct Served {
   TokenModel* model;
   ResourceSet kv;
   Served(const ModelManifest& m, Backend b, DType activations = DType::f32)
-      : weights(m.load_weights()),
+      : weights(m.load_weights(b)),
         built(m.family->make(*m.arch, weights, ModelOptions{b, 2, activations})),
         model(dynamic_cast<TokenModel*>(built.get())),
         kv(m.resource_specs(), ResourceOptions{b, 2}) {}
@@ -132,7 +132,7 @@ TEST_CASE("hf: the goldens' checkpoints load through a manifest with their own a
   REQUIRE(f.size() == golden["derived"]["inv_freq"].size());
   for (size_t i = 0; i < f.size(); ++i) CHECK(f[i] == doctest::Approx(golden["derived"]["inv_freq"][i].get<double>()).epsilon(1e-12));
   // Weights stay as stored: bf16, not converted to f32.
-  const Weights w = l.manifest->load_weights();
+  const Weights w = l.manifest->load_weights(Backend::reference);
   CHECK(w.get("model.layers.0.self_attn.q_proj.weight").dtype == DType::bf16);
   CHECK(w.bytes() == l.manifest->weights_bytes);
 }

@@ -68,8 +68,9 @@ struct SpeechBench {
 SpeechBench speech_bench(const ResolvedDeployment& d, const char* what) {
   if (d.model.family->task != "speech" || d.model.resources.size() != 1)
     throw ConfigError(fmt::format("mstar-bench {} needs a speech deployment with one bounded resource", what));
-  SpeechBench b{d.model.load_weights(), nullptr, nullptr, std::get<BoundedKVSpec>(d.model.resources.at(0).spec),
-                model_options(d.deployment)};
+  const ModelOptions options = model_options(d.deployment);
+  SpeechBench b{d.model.load_weights(options.backend), nullptr, nullptr,
+                std::get<BoundedKVSpec>(d.model.resources.at(0).spec), options};
   b.built = d.model.family->make(*d.model.arch, b.weights, b.options);
   b.model = &dynamic_cast<TokenModel&>(*b.built);
   b.spec.config.max_slots = 1;

@@ -26,10 +26,12 @@ std::vector<std::filesystem::path> ModelManifest::weight_files() const {
   return mstar::weight_files(path.parent_path() / weights.file);
 }
 
-Weights ModelManifest::load_weights() const {
-  if (weights.dummy_seed && checkpoint.empty())
-    return Weights::dummy(arch->tensors(), static_cast<uint64_t>(*weights.dummy_seed));
-  return Weights::load(weight_files(), arch->tensors());
+Weights ModelManifest::load_weights(Backend b) const {
+  Weights w = weights.dummy_seed && checkpoint.empty()
+                  ? Weights::dummy(arch->tensors(), static_cast<uint64_t>(*weights.dummy_seed))
+                  : Weights::load(weight_files(), arch->tensors());
+  w.arrange_for(b);
+  return w;
 }
 
 namespace {

@@ -76,8 +76,9 @@ struct ModelManifest {
   std::vector<ResourceSpec> resource_specs() const;
   // The weights files (the shards of an index), resolved; empty for a dummy initialisation.
   std::vector<std::filesystem::path> weight_files() const;
-  // The weights: read from the files, or the dummy initialisation.
-  Weights load_weights() const;
+  // The weights: read from the files, or the dummy initialisation, laid
+  // out for backend b's products (Weights::arrange_for).
+  Weights load_weights(Backend b) const;
 };
 
 // Reads and checks a manifest; every problem goes to `diags` (with `label`

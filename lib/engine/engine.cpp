@@ -22,8 +22,8 @@ std::unique_ptr<Engine> Engine::create(const ResolvedDeployment& d) {
   const ModelManifest& m = e->d_.model;
   const ProgramKind* kind = find_program(m.family->task);
   MSTAR_ASSERT(kind, fmt::format("no program serves task '{}'", m.family->task));
-  e->weights_ = std::make_unique<Weights>(m.load_weights());
   const ModelOptions options = model_options(e->d_.deployment);
+  e->weights_ = std::make_unique<Weights>(m.load_weights(options.backend));
   e->model_ = m.family->make(*m.arch, *e->weights_, options);
   e->kv_ = std::make_unique<ResourceSet>(m.resource_specs(), ResourceOptions{options.backend, options.threads});
   e->program_ = kind->make(*e->model_, e->d_);

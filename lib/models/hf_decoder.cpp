@@ -219,19 +219,19 @@ std::vector<TensorSpec> HfArchitecture::tensors() const {
   for (int64_t l = 0; l < s.layers; ++l) {
     const TrunkNames n = hf_names(l, s.qkv_bias);
     t.push_back({n.attn_norm, {s.width}});
-    t.push_back({n.q, {s.heads * s.head_dim, s.width}});
-    t.push_back({n.k, {s.kv_heads * s.head_dim, s.width}});
-    t.push_back({n.v, {s.kv_heads * s.head_dim, s.width}});
+    t.push_back({n.q, {s.heads * s.head_dim, s.width}, true});
+    t.push_back({n.k, {s.kv_heads * s.head_dim, s.width}, true});
+    t.push_back({n.v, {s.kv_heads * s.head_dim, s.width}, true});
     if (s.qkv_bias) {
       t.push_back({n.q_bias, {s.heads * s.head_dim}});
       t.push_back({n.k_bias, {s.kv_heads * s.head_dim}});
       t.push_back({n.v_bias, {s.kv_heads * s.head_dim}});
     }
-    t.push_back({n.o, {s.width, s.heads * s.head_dim}});
+    t.push_back({n.o, {s.width, s.heads * s.head_dim}, true});
     t.push_back({n.mlp_norm, {s.width}});
-    t.push_back({n.gate, {s.mlp_width, s.width}});
-    t.push_back({n.up, {s.mlp_width, s.width}});
-    t.push_back({n.down, {s.width, s.mlp_width}});
+    t.push_back({n.gate, {s.mlp_width, s.width}, true});
+    t.push_back({n.up, {s.mlp_width, s.width}, true});
+    t.push_back({n.down, {s.width, s.mlp_width}, true});
   }
   t.push_back({"model.norm.weight", {s.width}});
   if (!tie_word_embeddings) t.push_back({"lm_head.weight", {vocab, s.width}});

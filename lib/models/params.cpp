@@ -7,6 +7,11 @@ namespace mstar {
 ModelParams::ModelParams(const Weights& weights, Backend backend)
     : weights_(weights), alloc_(allocator_for(backend)) {}
 
+kernels::WeightLayout ModelParams::layout(const std::string& name, DType dtype) const {
+  const WeightTensor& t = weights_.get(name);
+  return t.dtype == dtype && alloc_.device() == Device::cpu ? t.layout : kernels::WeightLayout::rows;
+}
+
 const void* ModelParams::get(const std::string& name, DType dtype) {
   const WeightTensor& t = weights_.get(name);
   if (t.dtype == dtype && alloc_.device() == Device::cpu) return t.data;
@@ -14,11 +19,11 @@ const void* ModelParams::get(const std::string& name, DType dtype) {
   auto it = held_.find(key);
   if (it != held_.end()) return it->second.data();
   const auto n = static_cast<std::size_t>(t.bytes / dtype_size(t.dtype));
-  std::vector<unsigned char> converted;
-  const void* src = t.data;
+  std::vector<unsigned char> rows, converted;
+  const void* src = row_major(t, rows);
   if (t.dtype != dtype) {
     converted.resize(n * dtype_size(dtype));
-    for (std::size_t i = 0; i < n; ++i) store_from_f32(converted.data(), dtype, i, load_as_f32(t.data, t.dtype, i));
+    for (std::size_t i = 0; i < n; ++i) store_from_f32(converted.data(), dtype, i, load_as_f32(src, t.dtype, i));
     src = converted.data();
   }
   DeviceBuffer b(alloc_, n * dtype_size(dtype));

@@ -18,8 +18,12 @@ class ModelParams {
  public:
   ModelParams(const Weights& weights, Backend backend);
 
-  // Tensor `name` in `dtype`, in the backend's memory.
+  // Tensor `name` in `dtype`, in the backend's memory, laid out as
+  // layout(name, dtype) says.
   const void* get(const std::string& name, DType dtype);
+  // How get(name, dtype) lays the tensor out: as the weights hold it where
+  // it is used where it lies, else rows.
+  kernels::WeightLayout layout(const std::string& name, DType dtype) const;
   const float* f32(const std::string& name) { return static_cast<const float*>(get(name, DType::f32)); }
   const Weights& weights() const { return weights_; }
   // Bytes held beyond the weights themselves (conversions and device copies).

@@ -11,9 +11,9 @@ enum Use : int { kH, kQ, kK, kV, kO, kG, kU };
 Trunk::Trunk(const TrunkShape& shape, ModelParams& params, const std::function<TrunkNames(int64_t)>& names,
              const std::string& final_norm, std::optional<DType> matrix_dtype, const ModelOptions& options)
     : shape_(shape), options_(options), release_{options.backend}, scratch_(allocator_for(options.backend)) {
-  auto matrix = [&](const std::string& name, DType& dt) {
-    dt = matrix_dtype.value_or(params.weights().get(name).dtype);
-    return params.get(name, dt);
+  auto matrix = [&](const std::string& name) {
+    const DType dt = matrix_dtype.value_or(params.weights().get(name).dtype);
+    return Matrix{params.get(name, dt), dt, params.layout(name, dt)};
   };
   auto bias = [&](const std::string& name) { return name.empty() ? nullptr : params.f32(name); };
   for (int64_t l = 0; l < shape_.layers; ++l) {
@@ -21,13 +21,13 @@ Trunk::Trunk(const TrunkShape& shape, ModelParams& params, const std::function<T
     Layer L{};
     L.attn_norm = params.f32(n.attn_norm);
     L.mlp_norm = params.f32(n.mlp_norm);
-    L.q = matrix(n.q, L.q_dt);
-    L.k = matrix(n.k, L.k_dt);
-    L.v = matrix(n.v, L.v_dt);
-    L.o = matrix(n.o, L.o_dt);
-    L.gate = matrix(n.gate, L.gate_dt);
-    L.up = matrix(n.up, L.up_dt);
-    L.down = matrix(n.down, L.down_dt);
+    L.q = matrix(n.q);
+    L.k = matrix(n.k);
+    L.v = matrix(n.v);
+    L.o = matrix(n.o);
+    L.gate = matrix(n.gate);
+    L.up = matrix(n.up);
+    L.down = matrix(n.down);
     L.q_bias = bias(n.q_bias);
     L.k_bias = bias(n.k_bias);
     L.v_bias = bias(n.v_bias);
@@ -38,8 +38,8 @@ Trunk::Trunk(const TrunkShape& shape, ModelParams& params, const std::function<T
 
 Trunk::ReleaseWeights::~ReleaseWeights() { kernels::release_weights(backend); }
 
-kernels::MatmulParams Trunk::product(const float* x, int64_t rows, int64_t in, const void* w, DType w_dtype,
-                                     int64_t out, float* y, bool accumulate, const float* bias) const {
+kernels::MatmulParams Trunk::product(const float* x, int64_t rows, int64_t in, const Matrix& w, int64_t out,
+                                     float* y, bool accumulate, const float* bias) const {
   kernels::MatmulParams p;
   p.rows = rows;
   p.in = in;
@@ -47,8 +47,9 @@ kernels::MatmulParams Trunk::product(const float* x, int64_t rows, int64_t in, c
   p.x = x;
   p.x_stride = in;
   p.x_dtype = options_.activations;
-  p.w = w;
-  p.w_dtype = w_dtype;
+  p.w = w.w;
+  p.w_dtype = w.dtype;
+  p.w_layout = w.layout;
   p.bias = bias;
   p.y = y;
   p.y_stride = out;
@@ -60,7 +61,8 @@ kernels::MatmulParams Trunk::product(const float* x, int64_t rows, int64_t in, c
 
 void Trunk::project(const float* x, int64_t rows, int64_t in, const void* w, DType w_dtype, int64_t out, float* y,
                     bool accumulate, const float* bias) {
-  kernels::matmul(options_.backend, product(x, rows, in, w, w_dtype, out, y, accumulate, bias));
+  const Matrix m{w, w_dtype, kernels::WeightLayout::rows};
+  kernels::matmul(options_.backend, product(x, rows, in, m, out, y, accumulate, bias));
 }
 
 void Trunk::run(float* x, int64_t n, const LayerAttention& attend) {
@@ -78,25 +80,26 @@ void Trunk::run(float* x, int64_t n, const LayerAttention& attend) {
   auto norm = [&](const float* w, float* out) {
     kernels::rmsnorm(b, {n, W, x, w, shape_.norm_eps, out, options_.threads});
   };
-  auto mm = [&](const float* in_x, int64_t in, const void* w, DType dt, const float* bias, int64_t out, float* y,
-                bool acc) { project(in_x, n, in, w, dt, out, y, acc, bias); };
+  auto mm = [&](const float* in_x, int64_t in, const Matrix& w, int64_t out, float* y, bool acc) {
+    kernels::matmul(b, product(in_x, n, in, w, out, y, acc, nullptr));
+  };
   for (int64_t l = 0; l < shape_.layers; ++l) {
     const Layer& L = layers_[static_cast<size_t>(l)];
     norm(L.attn_norm, h);
     // q, k and v read one h, and gate and up another: one call each, so the
     // backend may run them as one job.
-    const kernels::MatmulParams qkv[] = {product(h, n, W, L.q, L.q_dt, qd, q, false, L.q_bias),
-                                         product(h, n, W, L.k, L.k_dt, kd, k, false, L.k_bias),
-                                         product(h, n, W, L.v, L.v_dt, kd, v, false, L.v_bias)};
+    const kernels::MatmulParams qkv[] = {product(h, n, W, L.q, qd, q, false, L.q_bias),
+                                         product(h, n, W, L.k, kd, k, false, L.k_bias),
+                                         product(h, n, W, L.v, kd, v, false, L.v_bias)};
     kernels::matmul_group(b, qkv, 3);
     attend(l, q, k, v, o);
-    mm(o, qd, L.o, L.o_dt, nullptr, W, x, true);
+    mm(o, qd, L.o, W, x, true);
     norm(L.mlp_norm, h);
-    const kernels::MatmulParams gate_up[] = {product(h, n, W, L.gate, L.gate_dt, F, g, false, nullptr),
-                                             product(h, n, W, L.up, L.up_dt, F, u, false, nullptr)};
+    const kernels::MatmulParams gate_up[] = {product(h, n, W, L.gate, F, g, false, nullptr),
+                                             product(h, n, W, L.up, F, u, false, nullptr)};
     kernels::matmul_group(b, gate_up, 2);
     kernels::silu_mul(b, {n * F, g, u, options_.threads});
-    mm(g, F, L.down, L.down_dt, nullptr, W, x, true);
+    mm(g, F, L.down, W, x, true);
   }
 }
 

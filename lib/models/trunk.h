@@ -52,10 +52,15 @@ class Trunk {
   const TrunkShape& shape() const { return shape_; }
 
  private:
+  // A projection's weights as the products read them.
+  struct Matrix {
+    const void* w;  // [out, in], laid out as `layout` says
+    DType dtype;
+    kernels::WeightLayout layout;
+  };
   struct Layer {
     const float *attn_norm, *mlp_norm;
-    const void *q, *k, *v, *o, *gate, *up, *down;
-    DType q_dt, k_dt, v_dt, o_dt, gate_dt, up_dt, down_dt;
+    Matrix q, k, v, o, gate, up, down;
     const float *q_bias, *k_bias, *v_bias;
   };
 
@@ -74,8 +79,8 @@ class Trunk {
   const float* final_norm_;
   DeviceScratch scratch_;
 
-  kernels::MatmulParams product(const float* x, int64_t rows, int64_t in, const void* w, DType w_dtype, int64_t out,
-                                float* y, bool accumulate, const float* bias) const;
+  kernels::MatmulParams product(const float* x, int64_t rows, int64_t in, const Matrix& w, int64_t out, float* y,
+                                bool accumulate, const float* bias) const;
 };
 
 }  // namespace mstar

@@ -84,7 +84,7 @@ Weights Weights::dummy(const std::vector<TensorSpec>& specs, uint64_t seed) {
     HostBuffer b(DType::f32, Shape{t.numel()});
     auto* p = static_cast<float*>(b.data());
     for (int64_t i = 0; i < t.numel(); ++i) p[i] = dummy_value(t, seed, i);
-    w.tensors_[t.name] = WeightTensor{DType::f32, t.shape, b.data(), b.bytes()};
+    w.tensors_[t.name] = WeightTensor{DType::f32, t.shape, b.data(), b.bytes(), t.projection};
     w.owned_.push_back(std::move(b));
   }
   return w;
@@ -143,9 +143,26 @@ Weights Weights::load(const std::vector<std::filesystem::path>& files, const std
       throw InputError(fmt::format("{}: tensor '{}' holds {} at element {}: weights must be finite (every output "
                                    "would be garbage)",
                                    file, t.name, load_as_f32(src, *dt, *bad), *bad));
-    w.tensors_[t.name] = WeightTensor{*dt, t.shape, src, static_cast<std::size_t>(want)};
+    w.tensors_[t.name] = WeightTensor{*dt, t.shape, src, static_cast<std::size_t>(want), t.projection};
   }
   return w;
+}
+
+void Weights::arrange_for(Backend b) {
+  for (auto& [name, t] : tensors_) {
+    if (!t.projection) continue;
+    MSTAR_ASSERT(t.shape.size() == 2, "weights: a projection is [out, in]");
+    const int64_t out = t.shape[0], in = t.shape[1];
+    const kernels::WeightLayout want = kernels::matmul_layout(b, t.dtype, in);
+    if (want == t.layout) continue;
+    // Every tensor's bytes are owned_ by these Weights: data is const to their readers only.
+    auto* w = static_cast<uint16_t*>(const_cast<void*>(t.data));
+    if (want == kernels::WeightLayout::pair_panels)
+      kernels::rows_to_pair_panels(w, out, in);
+    else
+      kernels::pair_panels_to_rows(w, out, in);
+    t.layout = want;
+  }
 }
 
 const WeightTensor& Weights::get(const std::string& name) const {
@@ -160,6 +177,14 @@ std::size_t Weights::bytes() const {
   return b;
 }
 
+const void* row_major(const WeightTensor& t, std::vector<unsigned char>& copy) {
+  if (t.layout == kernels::WeightLayout::rows) return t.data;
+  const auto* bytes = static_cast<const unsigned char*>(t.data);
+  copy.assign(bytes, bytes + t.bytes);
+  kernels::pair_panels_to_rows(reinterpret_cast<uint16_t*>(copy.data()), t.shape[0], t.shape[1]);
+  return copy.data();
+}
+
 void write_weights(const Weights& w, const std::vector<TensorSpec>& specs, const std::filesystem::path& path,
                    DType dtype) {
   std::vector<std::vector<unsigned char>> converted;  // moving the outer vector keeps each buffer where it is
@@ -167,12 +192,19 @@ void write_weights(const Weights& w, const std::vector<TensorSpec>& specs, const
   for (const auto& t : specs) {
     const WeightTensor& src = w.get(t.name);
     const auto n = static_cast<size_t>(t.numel());
-    if (src.dtype == dtype) {
+    std::vector<unsigned char> rows;  // src row-major, where it is laid out otherwise
+    const void* data = row_major(src, rows);
+    if (src.dtype == dtype && data == src.data) {
       tensors.push_back({t.name, dtype, t.shape, src.data, src.bytes});
       continue;
     }
+    if (src.dtype == dtype) {
+      converted.push_back(std::move(rows));
+      tensors.push_back({t.name, dtype, t.shape, converted.back().data(), converted.back().size()});
+      continue;
+    }
     converted.emplace_back(n * dtype_size(dtype));
-    for (size_t i = 0; i < n; ++i) store_from_f32(converted.back().data(), dtype, i, load_as_f32(src.data, src.dtype, i));
+    for (size_t i = 0; i < n; ++i) store_from_f32(converted.back().data(), dtype, i, load_as_f32(data, src.dtype, i));
     tensors.push_back({t.name, dtype, t.shape, converted.back().data(), converted.back().size()});
   }
   write_safetensors(path, tensors);

@@ -16,9 +16,11 @@
 #include <string>
 #include <vector>
 
+#include "backend.h"
 #include "core/buffer.h"
 #include "core/dtype.h"
 #include "models/tensors.h"
+#include "weight_layout.h"
 
 namespace mstar {
 
@@ -27,6 +29,8 @@ struct WeightTensor {
   std::vector<int64_t> shape;
   const void* data = nullptr;  // host memory, owned by the Weights
   std::size_t bytes = 0;
+  bool projection = false;     // as its TensorSpec says
+  kernels::WeightLayout layout = kernels::WeightLayout::rows;  // rows but for projections (arrange_for)
 };
 
 class Weights {
@@ -39,6 +43,12 @@ class Weights {
   // infinity (every value is checked once, at load).
   static Weights load(const std::vector<std::filesystem::path>& files, const std::vector<TensorSpec>& specs);
 
+  // Lays every projection out as backend b's products read it fastest
+  // (kernels::matmul_layout), in place: the cpu backend's pair panels for
+  // bf16 on AVX-512, rows elsewhere (and back to rows for a backend that
+  // reads rows).
+  void arrange_for(Backend b);
+
   const WeightTensor& get(const std::string& name) const;
   bool has(const std::string& name) const { return tensors_.count(name) != 0; }
   const std::map<std::string, WeightTensor>& all() const { return tensors_; }
@@ -50,10 +60,14 @@ class Weights {
   std::map<std::string, WeightTensor> tensors_;
 };
 
+// t's elements row-major: t.data where it lies so, else a copy made in `copy`.
+const void* row_major(const WeightTensor& t, std::vector<unsigned char>& copy);
+
 // The value the dummy initialisation gives element i of a tensor.
 float dummy_value(const TensorSpec& t, uint64_t seed, int64_t i);
 
-// Writes the weights named by `specs` to one safetensors file in `dtype`.
+// Writes the weights named by `specs` to one safetensors file in `dtype`,
+// every matrix row-major.
 void write_weights(const Weights& w, const std::vector<TensorSpec>& specs, const std::filesystem::path& path,
                    DType dtype);
 
