@@ -8,6 +8,12 @@ enum Use : int { kH, kQ, kK, kV, kO, kG, kU };
 
 }  // namespace
 
+// Each projection of a layer and its name in the family's TrunkNames.
+const std::pair<Trunk::Matrix Trunk::Layer::*, std::string TrunkNames::*> Trunk::kProjections[7] = {
+    {&Layer::q, &TrunkNames::q},     {&Layer::k, &TrunkNames::k},   {&Layer::v, &TrunkNames::v},
+    {&Layer::o, &TrunkNames::o},     {&Layer::gate, &TrunkNames::gate}, {&Layer::up, &TrunkNames::up},
+    {&Layer::down, &TrunkNames::down}};
+
 Trunk::Trunk(const TrunkShape& shape, ModelParams& params, const std::function<TrunkNames(int64_t)>& names,
              const std::string& final_norm, std::optional<DType> matrix_dtype, const ModelOptions& options)
     : shape_(shape), options_(options), release_{options.backend}, scratch_(allocator_for(options.backend)) {
@@ -21,13 +27,7 @@ Trunk::Trunk(const TrunkShape& shape, ModelParams& params, const std::function<T
     Layer L{};
     L.attn_norm = params.f32(n.attn_norm);
     L.mlp_norm = params.f32(n.mlp_norm);
-    L.q = matrix(n.q);
-    L.k = matrix(n.k);
-    L.v = matrix(n.v);
-    L.o = matrix(n.o);
-    L.gate = matrix(n.gate);
-    L.up = matrix(n.up);
-    L.down = matrix(n.down);
+    for (auto [m, name] : kProjections) L.*m = matrix(n.*name);
     L.q_bias = bias(n.q_bias);
     L.k_bias = bias(n.k_bias);
     L.v_bias = bias(n.v_bias);

@@ -8,6 +8,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend.h"
@@ -63,6 +64,7 @@ class Trunk {
     Matrix q, k, v, o, gate, up, down;
     const float *q_bias, *k_bias, *v_bias;
   };
+  static const std::pair<Matrix Layer::*, std::string TrunkNames::*> kProjections[7];
 
   // When the trunk goes, waits for pool helpers that may still read its
   // weights and biases (its products give
