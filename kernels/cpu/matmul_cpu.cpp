@@ -376,14 +376,16 @@ void matmul_cpu_path(const MatmulParams& p, CpuIsa isa, MatmulPath path) {
     return;
   }
   if (redo(p, kPanelCols)) return redo_panels(p, b, nullptr, 0, kPanelCols);
-  // One row reads x from a copy placed as placed_in says, as a redo job's
-  // is (the trunk's activations start at a 64-byte boundary). On Zen 4 the
-  // one-thread step with f32 activations measured 46.76 against 52.39 ms
-  // where the read was 30 to 35 GB/s and 53.69 against 60.06 under 30, alike
-  // above 45 (14 alternated rounds; docs/PERFORMANCE.md, "Twenty-ninth
-  // session"). Not measured on other processors.
+  // One row over rows of weights reads x from a copy placed as placed_in
+  // says, as a redo job's is (the trunk's activations start at a 64-byte
+  // boundary). On Zen 4 the one-thread step with f32 activations measured
+  // 46.76 against 52.39 ms where the read was 30 to 35 GB/s and 53.69
+  // against 60.06 under 30, alike above 45 (14 alternated rounds;
+  // docs/PERFORMANCE.md, "Twenty-ninth session"). Not measured on other
+  // processors, nor for pair panels, which broadcast x 4 bytes at a time
+  // and read it where it lies.
   MatmulParams q = p;
-  if (p.rows == 1) {
+  if (p.rows == 1 && p.w_layout == WeightLayout::rows) {
     thread_local std::vector<float> x1;
     float* copy = placed_in(x1, static_cast<size_t>(p.in), 1);
     std::copy_n(p.x, p.in, copy);

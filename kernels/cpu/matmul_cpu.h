@@ -79,12 +79,15 @@ static_assert(kPanelCols == kPairPanelCols, "a panel of the f32 bodies is a pair
 // best_cpu_isa() and matmul_path(p, isa); tests and the benchmark name each).
 void matmul_cpu_path(const MatmulParams& p, CpuIsa isa, MatmulPath path);
 
-// One row over pair panels (a decode step's product, bound by the read of
-// its weights) asks for the panel's lines this many k pairs ahead (4 KiB),
-// into L2 (locality 1, as the row tiles do). On Zen 4 the one-stream step
-// with bf16 activations took 30.53 against 31.35 ms where the read was 30
-// to 35 GB/s and 28.74 against 29.19 at 35 to 40 (6 alternated rounds;
-// docs/PERFORMANCE.md, "Thirtieth session").
+// One row over pair panels with bf16 activations (a decode step's product,
+// bound by the read of its weights) asks for the panel's lines this many k
+// pairs ahead (4 KiB), into L2 (locality 1, as the row tiles do). On Zen 4
+// the one-stream step took 31.00 against 32.39 ms where the read was 30 to
+// 35 GB/s, 28.97 against 30.31 at 35 to 40 and 19.87 against 22.58 at 45
+// and up (8 alternated rounds). With f32 activations the same requests
+// made it slower: 20.53 against 18.45 ms at 45 and up, on one thread 36.32
+// against 32.05 at 35 to 40 (8 rounds; docs/PERFORMANCE.md, "Thirtieth
+// session"), so that body asks for nothing.
 constexpr int64_t kPairAhead = 16;
 
 // Per ISA:

@@ -1,8 +1,9 @@
 #pragma once
 // A model's tensors in the backend's memory, in the dtype the family computes
 // with. On a host backend a tensor already in that dtype is used where it
-// lies (the file's mapping: no copy); anything else is converted or uploaded
-// once, on first use, and kept.
+// lies (the weights' own buffer, laid out as Weights::arrange_for left it:
+// no copy); anything else is converted or uploaded once, on first use, and
+// kept, row-major.
 #include <cstddef>
 #include <map>
 #include <string>
