@@ -168,6 +168,12 @@ void embed(Backend b, const EmbedParams& p) {
   check(p.width > 0, op, fmt::format("width must be positive, got {}", p.width));
   if (p.tokens == 0) return;
   check(p.ids && p.table && p.out, op, "ids, table and out are required");
+  check(layout_fits(p.layout, p.dtype, p.width), op,
+        fmt::format("a table laid out as {} must be bf16 with an even width, got {} with width {}",
+                    layout_name(p.layout), to_string(p.dtype), p.width));
+  check(p.layout == WeightLayout::rows || b != Backend::cuda, op, "the cuda backend reads row-major tables only");
+  check(p.layout == WeightLayout::rows || p.vocab > 0, op,
+        fmt::format("a table laid out as {} needs its vocab, got {}", layout_name(p.layout), p.vocab));
   switch (b) {
     case Backend::reference:
     case Backend::cpu: return embed_host(p);

@@ -80,9 +80,11 @@ struct RopeParams {
 struct EmbedParams {
   int64_t tokens = 0, width = 0;
   const int32_t* ids = nullptr;  // [tokens], each in [0, vocab)
-  const void* table = nullptr;   // [vocab, width], dtype
+  const void* table = nullptr;   // [vocab, width], dtype, laid out as `layout` says
   DType dtype = DType::f32;
   float* out = nullptr;  // [tokens, width]
+  WeightLayout layout = WeightLayout::rows;  // pair_panels (the logits' table too): host backends
+  int64_t vocab = 0;                         // the table's rows (pair_panels' panels need it)
 };
 
 // out[i] = x[index[i]] for i < rows (picking each row's last token, say).

@@ -2,7 +2,9 @@
 // How a product's matrix lies in memory (MatmulParams::w_layout), and the
 // conversions between the layouts. A matrix [out, in] is row-major as
 // stored in a checkpoint; the cpu backend reads bf16 matrices faster as
-// pair panels, so a model's trunk keeps them so (Weights::arrange_for).
+// pair panels, so a model's weights keep its matrices so (the projections,
+// the embedding table, which the lookup reads through the layout, and an
+// untied logits head: Weights::arrange_for).
 //
 // pair_panels, for bf16 with `in` even: panels of kPairPanelCols output
 // columns; panel t holds columns [64t, 64t + n), n = min(64, out - 64t), as

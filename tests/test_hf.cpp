@@ -61,14 +61,22 @@ Loaded load(const fs::path& folder, const std::string& kind, const std::string& 
   return l;
 }
 
+// The manifest's weights for backend b, or with every matrix laid out as `layout`.
+Weights laid_out(const ModelManifest& m, Backend b, std::optional<kernels::WeightLayout> layout) {
+  Weights w = m.load_weights(b);
+  if (layout) w.arrange(*layout);
+  return w;
+}
+
 // A token model over the manifest's resources on `backend`.
 struct Served {
   Weights weights;
   std::unique_ptr<Model> built;
   TokenModel* model;
   ResourceSet kv;
-  Served(const ModelManifest& m, Backend b, DType activations = DType::f32)
-      : weights(m.load_weights(b)),
+  Served(const ModelManifest& m, Backend b, DType activations = DType::f32,
+         std::optional<kernels::WeightLayout> layout = std::nullopt)
+      : weights(laid_out(m, b, layout)),
         built(m.family->make(*m.arch, weights, ModelOptions{b, 2, activations})),
         model(dynamic_cast<TokenModel*>(built.get())),
         kv(m.resource_specs(), ResourceOptions{b, 2}) {}
@@ -169,20 +177,27 @@ TEST_CASE("hf: a decoded token's product flops count every matrix of the files o
 // none does (measured: 2.4e-7 at most), so the f32 tolerance holds.
 // tools/make_hf_goldens.py checks that the rounding moves these logits by
 // over 10 times it (4.7e-3 to 1.2e-2), so the last check tells the modes apart.
+// Every bf16 matrix as pair panels too, whichever layout this processor
+// would choose: the projections, the embedding lookup and the logits head
+// read through the layout (qwen2-bias-bf16's head is its embedding table,
+// llama-gqa-bf16's its own; vocab 144 ends in a part panel of 16 columns).
 TEST_CASE("hf: full attention logits and greedy tokens equal the independent reference, both backends, f32 and bf16 "
-          "activations") {
+          "activations, weights as rows and as pair panels") {
   for (const char* name : {"llama-gqa-bf16", "llama-tied-f32", "qwen2-bias-bf16"})
     for (Backend b : {Backend::reference, Backend::cpu})
-      for (DType activations : {DType::f32, DType::bf16}) {
+      for (DType activations : {DType::f32, DType::bf16})
+        for (auto layout : {kernels::WeightLayout::rows, kernels::WeightLayout::pair_panels}) {
+        if (layout == kernels::WeightLayout::pair_panels && std::string_view(name).ends_with("f32")) continue;
         CAPTURE(name);
         CAPTURE(to_string(b));
         CAPTURE(to_string(activations));
+        CAPTURE(kernels::layout_name(layout));
         const json golden = load_json(kData / name / "golden.json");
         // A window longer than the whole run: nothing is evicted, so the
         // bounded cache is full attention.
         Loaded l = load(kData / name, golden["config"]["model_type"], "stream", 0, 64);
         REQUIRE_MESSAGE(l.manifest, l.errors);
-        Served s(*l.manifest, b, activations);
+        Served s(*l.manifest, b, activations, layout);
         std::vector<std::vector<float>> logits;
         const auto tokens = run_greedy(s, golden["voice"].get<std::vector<int32_t>>(),
                                        golden["prompt"].get<std::vector<int32_t>>(), golden["full"]["steps"].get<int>(),

@@ -94,7 +94,7 @@ std::vector<float> full_history_logits(const TtsArchitecture& a, const Weights& 
   });
   std::vector<float> last(x.end() - W, x.end()), normed(static_cast<size_t>(W)), logits(static_cast<size_t>(a.tts.vocab_size));
   trunk.final_norm(last.data(), 1, normed.data());
-  trunk.project(normed.data(), 1, W, params.f32("head.weight"), DType::f32, a.tts.vocab_size, logits.data());
+  trunk.project(normed.data(), 1, W, {params.f32("head.weight"), DType::f32}, a.tts.vocab_size, logits.data());
   return logits;
 }
 
@@ -262,7 +262,7 @@ TEST_CASE("weights: the safetensors file the tool writes loads back to the same 
       CAPTURE(t.name);
       const WeightTensor& laid = arranged.get(t.name);
       const kernels::WeightLayout want =
-          t.projection ? kernels::matmul_layout(Backend::cpu, DType::bf16, t.shape[1]) : kernels::WeightLayout::rows;
+          t.matrix ? kernels::matmul_layout(Backend::cpu, DType::bf16, t.shape[1]) : kernels::WeightLayout::rows;
       REQUIRE(laid.layout == want);
       CHECK(params.layout(t.name, DType::bf16) == want);
       CHECK(params.layout(t.name, DType::f32) == kernels::WeightLayout::rows);
@@ -420,8 +420,8 @@ struct NaiveWorld {
     const auto B = static_cast<int64_t>(rids.size());
     const int64_t T = wf.tokens_per_frame, C = wf.latent_channels, W = cm.width, n = B * T, hd = cm.head_dim;
     std::vector<float> x(static_cast<size_t>(n * W)), cw(static_cast<size_t>(B * W));
-    trunk.project(lat.data(), n, C, params.f32("latent_in.weight"), DType::f32, W, x.data());
-    trunk.project(controls.data(), B, wf.control_dim, params.f32("control_in.weight"), DType::f32, W, cw.data());
+    trunk.project(lat.data(), n, C, {params.f32("latent_in.weight"), DType::f32}, W, x.data());
+    trunk.project(controls.data(), B, wf.control_dim, {params.f32("control_in.weight"), DType::f32}, W, cw.data());
     for (int64_t t = 0; t < n; ++t)
       for (int64_t i = 0; i < W; ++i)
         x[static_cast<size_t>(t * W + i)] += cw[static_cast<size_t>((t / T) * W + i)] + 0.1f * std::sin(noise * static_cast<float>(i + 1));
@@ -466,7 +466,7 @@ struct NaiveWorld {
     std::vector<float> normed(static_cast<size_t>(n * W));
     trunk.final_norm(x.data(), n, normed.data());
     out.resize(static_cast<size_t>(n * C));
-    trunk.project(normed.data(), n, W, params.f32("latent_out.weight"), DType::f32, C, out.data());
+    trunk.project(normed.data(), n, W, {params.f32("latent_out.weight"), DType::f32}, C, out.data());
   }
 
   std::vector<float> generate(const std::vector<std::string>& rids, const std::vector<int64_t>& frames,

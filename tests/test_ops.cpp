@@ -63,7 +63,8 @@ TEST_CASE("matmul: activations are f32 or bf16, and bf16 not on cuda") {
 
 // A matrix as pair panels (weight_layout.h): every element where
 // pair_panel_index says, the rearrangement undone exactly, the reference's
-// product the same bits as over rows; what cannot be so laid out refused.
+// product the same bits as over rows, the embedding lookup the same rows;
+// what cannot be so laid out refused.
 TEST_CASE("weight layouts: pair panels hold the same matrix, and products refuse what cannot be so laid out") {
   test::Rng rng(11);
   for (auto [out, in] : {std::pair<int64_t, int64_t>{17, 54}, {97, 128}, {64, 2}, {130, 6}}) {
@@ -90,6 +91,15 @@ TEST_CASE("weight layouts: pair panels hold the same matrix, and products refuse
     p.w = panels.data(), p.w_layout = WeightLayout::pair_panels, p.y = got.data();
     matmul(Backend::reference, p);
     CHECK(got == want);
+    // The embedding lookup reads a table so laid out (a tied one is also the logits' matrix).
+    const std::vector<int32_t> ids{0, static_cast<int32_t>(out - 1), static_cast<int32_t>(out / 2)};
+    for (Backend b : {Backend::reference, Backend::cpu}) {
+      std::vector<float> rows_out(static_cast<size_t>(3 * in)), panels_out(rows_out.size());
+      embed(b, {3, in, ids.data(), w.data(), DType::bf16, rows_out.data()});
+      embed(b, {3, in, ids.data(), panels.data(), DType::bf16, panels_out.data(), WeightLayout::pair_panels, out});
+      CHECK(panels_out == rows_out);
+      CHECK(rows_out[static_cast<size_t>(in + 1)] == bf16_to_f32(w[static_cast<size_t>((out - 1) * in + 1)]));
+    }
     pair_panels_to_rows(panels.data(), out, in);
     CHECK(panels == w);
   }
@@ -114,6 +124,17 @@ TEST_CASE("weight layouts: pair panels hold the same matrix, and products refuse
                        InputError);
   p.in = 4;
   CHECK_THROWS_WITH_AS(matmul(Backend::cuda, p), "matmul: the cuda backend reads row-major weights only", InputError);
+  const int32_t id = 1;
+  std::vector<float> row(4);
+  CHECK_THROWS_WITH_AS(
+      embed(Backend::cpu, {1, 3, &id, w.data(), DType::bf16, row.data(), WeightLayout::pair_panels, 2}),
+      "embed: a table laid out as pair_panels must be bf16 with an even width, got bf16 with width 3", InputError);
+  CHECK_THROWS_WITH_AS(
+      embed(Backend::cpu, {1, 4, &id, w.data(), DType::bf16, row.data(), WeightLayout::pair_panels, 0}),
+      "embed: a table laid out as pair_panels needs its vocab, got 0", InputError);
+  CHECK_THROWS_WITH_AS(
+      embed(Backend::cuda, {1, 4, &id, w.data(), DType::bf16, row.data(), WeightLayout::pair_panels, 2}),
+      "embed: the cuda backend reads row-major tables only", InputError);
 }
 
 namespace {

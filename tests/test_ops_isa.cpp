@@ -132,14 +132,16 @@ TEST_CASE("matmul: the instruction set's panels and packed tiles agree with the 
 }
 
 // Weights as pair panels (weight_layout.h): every set reads them, for any
-// rows and whichever path is named (the panels take them all): out 17 and
-// 97 end in a part panel (masked on AVX-512), 128 in whole ones; in 1062
-// is long rows of weights; rows 97 past the panels' usual limit.
+// rows and whichever path is named (the panels take them all): out 5, 17,
+// 48 and 97 end in a part panel (masked on AVX-512: part of the first
+// vector, a whole vector and part of the second, three whole vectors,
+// part of the third), 128 in whole ones; in 1062 is long rows of
+// weights; rows 97 past the panels' usual limit.
 TEST_CASE("matmul: weights as pair panels agree with the reference") {
   for (DType x_dtype : {DType::f32, DType::bf16})
     for (int64_t rows : {1, 2, 3, 6, 16, 17, 54, 97})
       for (int64_t in : {2, 54, 128, 1062})
-        for (int64_t out : {17, 97, 128}) {
+        for (int64_t out : {5, 17, 48, 97, 128}) {
           const bool bias = (rows + in) % 2 == 0, accumulate = (rows + out) % 3 == 0;
           const MatmulPath path = rows % 3 == 0 ? MatmulPath::packed : rows % 3 == 1 ? MatmulPath::panels
                                                                                       : MatmulPath::tiles;

@@ -1,6 +1,7 @@
 // The cpu backend's matrix product: panels for few rows, packed tiles for
-// many (matmul_cpu.h says why), both spread over the pool's threads by output
-// columns, so every thread reads a disjoint share of the weights.
+// many, pair panels for any (matmul_cpu.h says why), all spread over the
+// pool's threads by output columns, so every thread reads a disjoint share
+// of the weights.
 #include "cpu/matmul_cpu.h"
 
 #include <algorithm>
@@ -39,7 +40,7 @@ Bodies bodies(CpuIsa isa) {
 // inside a panel; as RedoJobs, 37.6-39.7 ms, and with nothing else running
 // alike (3 alternated rounds; docs/PERFORMANCE.md, "Twenty-second
 // session"). Every panel product given weights_outlive_call runs so, at
-// any rows: at 16 streams beside one busy loop the step on 2 threads took
+// any rows up to kPanelMaxRows: at 16 streams beside one busy loop the step on 2 threads took
 // 94-116 ms as RedoJobs against 114-145 as ordinary jobs (1 thread:
 // 113-123; 4 alternated rounds, bf16 activations), with f32 activations
 // 154-171 against 187-206 (1 thread: 193-210; 3 rounds), and with nothing
@@ -285,7 +286,7 @@ void matmul_bf16_tiles(const MatmulParams& p) {
     xv_buf.resize(static_cast<size_t>(groups * pairs * cols));
     uint32_t* xv = xv_buf.data();  // the pool's threads name their own xv_buf: they get this pointer
     MatmulParams xp = p;            // x's rows as the "weights" pack reads
-    xp.w = xb, xp.out = rows;
+    xp.w = xb, xp.out = rows, xp.w_layout = WeightLayout::rows;
     parallel_for(p.threads, groups, [&](int64_t g, int) {
       avx512_bf16::pack(xp, g * cols, std::min(cols, rows - g * cols), pairs, xv + g * pairs * cols);
     });

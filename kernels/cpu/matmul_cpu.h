@@ -21,7 +21,7 @@
 //   multiplied in AMX tiles (tdpbf16ps: 16 x 16 x 32 multiply-adds an
 //   instruction). Asked of anything else, the tiles path is the packed one.
 // Weights laid out as pair panels (weight_layout.h: a model's bf16
-// projections where kernels::matmul_layout chooses them) take the panels
+// matrices where kernels::matmul_layout chooses them) take the panels
 // path at any number of rows: a pair panel is already the k-major block the
 // packed path would build, so one body serves decode and prefill. On
 // AVX-512 its tiles broadcast x (a bf16 pair, or two f32) against 4 vectors

@@ -106,6 +106,7 @@ int64_t matmul_tile_cols() { return kCols; }
 
 void matmul_tiles_direct(const MatmulParams& p, const uint32_t* xv, int64_t o0) {
   MSTAR_ASSERT(p.in % kTileK == 0 && o0 + kCols <= p.out, "matmul_tiles_direct: whole tiles of weights");
+  MSTAR_ASSERT(p.w_layout == WeightLayout::rows, "matmul_tiles_direct: rows of weights");
   const int64_t K = p.in, ws = K * 2;
   const auto* w = static_cast<const uint16_t*>(p.w) + o0 * K;
   const int64_t padded_rows = (p.rows + kTileRows - 1) / kTileRows * kTileRows;

@@ -257,6 +257,7 @@ void pair_panel(const MatmulParams& p, const uint16_t* xb, int64_t xs, int64_t o
 // Llama-3.2-1B shape).
 void pack(const MatmulParams& p, int64_t o0, int64_t n, int64_t pairs, uint32_t* packed) {
   MSTAR_ASSERT(n >= 1 && n <= kPackedWidth && pairs >= (p.in + 1) / 2, "pack: a block of the matrix's rows and pairs");
+  MSTAR_ASSERT(p.w_layout == WeightLayout::rows, "pack: rows of weights (pair panels are packed already)");
   const int64_t K = p.in;
   const auto* w = static_cast<const uint16_t*>(p.w);
   int64_t kp = 0;

@@ -10,6 +10,11 @@ void embed_host(const EmbedParams& p) {
   for (int64_t t = 0; t < p.tokens; ++t) {
     const auto row = static_cast<size_t>(p.ids[t]) * static_cast<size_t>(p.width);
     float* out = p.out + t * p.width;
+    if (p.layout != WeightLayout::rows) {
+      for (int64_t i = 0; i < p.width; ++i)
+        out[i] = matrix_element(p.table, p.dtype, p.layout, p.vocab, p.width, p.ids[t], i);
+      continue;
+    }
     if (p.dtype == DType::f32) {
       std::memcpy(out, static_cast<const float*>(p.table) + row, static_cast<size_t>(p.width) * sizeof(float));
       continue;

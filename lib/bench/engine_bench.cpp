@@ -343,13 +343,16 @@ Table bench_step_products(const TrunkShape& t, int64_t vocab, DType weights, DTy
       same->calls += p.calls;
     }
   }
-  const std::string method = activations == DType::bf16 ? "mstar-bf16-act" : "mstar";
+  const char* act = activations == DType::bf16 ? "-bf16-act" : "";
   const int64_t llc = machine().llc_bytes;
   Table tab{{"products", "calls", "rows", "in", "out", "dtype", "median_us", "step_ms", "share"}, {}};
   double total_ms = 0;
   std::vector<double> ms;
   for (const Product& p : products) {
     const MatmulShape shape{rows, p.in, p.out, weights, threads};
+    // As the step lays the weights out (Weights::arrange_for, kernels::matmul_layout).
+    const bool panels = kernels::matmul_layout(Backend::cpu, weights, p.in) == kernels::WeightLayout::pair_panels;
+    const std::string method = std::string(panels ? "pair-panels" : "mstar") + act;
     const MatmulResult r = bench_matmul(shape, true, repeats, llc, {method}).at(0);
     ms.push_back(static_cast<double>(p.calls) * r.median_us / 1e3);
     total_ms += ms.back();

@@ -28,14 +28,17 @@ DecoderLM::DecoderLM(const Architecture& arch, DecoderSpec spec, const Weights& 
   MSTAR_ASSERT(static_cast<int64_t>(spec_.inv_freq.size()) * 2 == spec_.shape.head_dim,
                "one rotary frequency per pair of the head");
   embed_ = params_.get(spec_.embed, embed_dtype_);
+  embed_layout_ = params_.layout(spec_.embed, embed_dtype_);
   head_ = params_.get(spec_.head, head_dtype_);
+  head_layout_ = params_.layout(spec_.head, head_dtype_);
   inv_freq_ = scratch_.upload<float>(kInvFreq, spec_.inv_freq);
 }
 
 float* DecoderLM::embed(const std::vector<int32_t>& ids) {
   const int64_t W = spec_.shape.width, n = static_cast<int64_t>(ids.size());
   float* x = scratch_.get<float>(kX, static_cast<size_t>(n * W));
-  kernels::embed(options_.backend, {n, W, scratch_.upload<int32_t>(kIds, ids), embed_, embed_dtype_, x});
+  kernels::embed(options_.backend, {n, W, scratch_.upload<int32_t>(kIds, ids), embed_, embed_dtype_, x, embed_layout_,
+                                    spec_.vocab});
   return x;
 }
 
@@ -62,7 +65,7 @@ std::span<const float> DecoderLM::logits_of(const float* x, const std::vector<in
   kernels::gather_rows(b, {rows, W, idx, x, picked});
   trunk_.final_norm(picked, rows, picked);
   float* out = scratch_.get<float>(kLogits, static_cast<size_t>(rows * V));
-  trunk_.project(picked, rows, W, head_, head_dtype_, V, out);
+  trunk_.project(picked, rows, W, {head_, head_dtype_, head_layout_}, V, out);
   const auto n = static_cast<size_t>(rows * V);
   // The cpu backend's scratch is host memory already: a copy there cost a
   // 16-stream step of a 151,936-token vocabulary 9.7 MB and 1.7% of its time.

@@ -65,8 +65,10 @@ class DecoderLM final : public TokenModel {
   Trunk trunk_;
   const void* embed_;
   DType embed_dtype_;
+  kernels::WeightLayout embed_layout_;
   const void* head_;
   DType head_dtype_;
+  kernels::WeightLayout head_layout_;
   float* inv_freq_;  // [head_dim / 2], backend memory
   DeviceScratch scratch_;
   std::vector<float> host_logits_;  // [rows, vocab]: the last step's logits, where scratch_ is not host memory

@@ -215,7 +215,7 @@ ModelFamily hf_family(const std::string& name) {
 std::vector<TensorSpec> HfArchitecture::tensors() const {
   const TrunkShape& s = shape;
   std::vector<TensorSpec> t;
-  t.push_back({"model.embed_tokens.weight", {vocab, s.width}});
+  t.push_back({"model.embed_tokens.weight", {vocab, s.width}, true});
   for (int64_t l = 0; l < s.layers; ++l) {
     const TrunkNames n = hf_names(l, s.qkv_bias);
     t.push_back({n.attn_norm, {s.width}});
@@ -234,7 +234,7 @@ std::vector<TensorSpec> HfArchitecture::tensors() const {
     t.push_back({n.down, {s.width, s.mlp_width}, true});
   }
   t.push_back({"model.norm.weight", {s.width}});
-  if (!tie_word_embeddings) t.push_back({"lm_head.weight", {vocab, s.width}});
+  if (!tie_word_embeddings) t.push_back({"lm_head.weight", {vocab, s.width}, true});
   return t;
 }
 

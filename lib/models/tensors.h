@@ -10,9 +10,10 @@ namespace mstar {
 struct TensorSpec {
   std::string name;
   std::vector<int64_t> shape;  // any rank
-  // A trunk projection, [out, in], read by products alone: the weights may
-  // lay it out as the backend's products read fastest (Weights::arrange_for).
-  bool projection = false;
+  // A matrix [out, in] read by products, and by the embedding lookup
+  // (which takes any layout) if at all: the weights may lay it out as the
+  // backend's products read fastest (Weights::arrange_for).
+  bool matrix = false;
   int64_t numel() const;
 };
 

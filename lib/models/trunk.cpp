@@ -59,10 +59,9 @@ kernels::MatmulParams Trunk::product(const float* x, int64_t rows, int64_t in, c
   return p;
 }
 
-void Trunk::project(const float* x, int64_t rows, int64_t in, const void* w, DType w_dtype, int64_t out, float* y,
-                    bool accumulate, const float* bias) {
-  const Matrix m{w, w_dtype, kernels::WeightLayout::rows};
-  kernels::matmul(options_.backend, product(x, rows, in, m, out, y, accumulate, bias));
+void Trunk::project(const float* x, int64_t rows, int64_t in, const Matrix& w, int64_t out, float* y, bool accumulate,
+                    const float* bias) {
+  kernels::matmul(options_.backend, product(x, rows, in, w, out, y, accumulate, bias));
 }
 
 void Trunk::run(float* x, int64_t n, const LayerAttention& attend) {

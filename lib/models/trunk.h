@@ -45,7 +45,13 @@ class Trunk {
   // y[rows, out] (+)= x[rows, in] . w^T (+ bias) for any of the model's
   // matrices: w and bias must live as long as the model's weights (helpers
   // may read them after the call returns, until ~Trunk).
-  void project(const float* x, int64_t rows, int64_t in, const void* w, DType w_dtype, int64_t out, float* y,
+  // A matrix's weights as the products read them.
+  struct Matrix {
+    const void* w;  // [out, in], laid out as `layout` says
+    DType dtype;
+    kernels::WeightLayout layout = kernels::WeightLayout::rows;
+  };
+  void project(const float* x, int64_t rows, int64_t in, const Matrix& w, int64_t out, float* y,
                bool accumulate = false, const float* bias = nullptr);
 
   Backend backend() const { return options_.backend; }
@@ -53,12 +59,6 @@ class Trunk {
   const TrunkShape& shape() const { return shape_; }
 
  private:
-  // A projection's weights as the products read them.
-  struct Matrix {
-    const void* w;  // [out, in], laid out as `layout` says
-    DType dtype;
-    kernels::WeightLayout layout;
-  };
   struct Layer {
     const float *attn_norm, *mlp_norm;
     Matrix q, k, v, o, gate, up, down;

@@ -84,7 +84,7 @@ Weights Weights::dummy(const std::vector<TensorSpec>& specs, uint64_t seed) {
     HostBuffer b(DType::f32, Shape{t.numel()});
     auto* p = static_cast<float*>(b.data());
     for (int64_t i = 0; i < t.numel(); ++i) p[i] = dummy_value(t, seed, i);
-    w.tensors_[t.name] = WeightTensor{DType::f32, t.shape, b.data(), b.bytes(), t.projection};
+    w.tensors_[t.name] = WeightTensor{DType::f32, t.shape, b.data(), b.bytes(), t.matrix};
     w.owned_.push_back(std::move(b));
   }
   return w;
@@ -143,26 +143,33 @@ Weights Weights::load(const std::vector<std::filesystem::path>& files, const std
       throw InputError(fmt::format("{}: tensor '{}' holds {} at element {}: weights must be finite (every output "
                                    "would be garbage)",
                                    file, t.name, load_as_f32(src, *dt, *bad), *bad));
-    w.tensors_[t.name] = WeightTensor{*dt, t.shape, src, static_cast<std::size_t>(want), t.projection};
+    w.tensors_[t.name] = WeightTensor{*dt, t.shape, src, static_cast<std::size_t>(want), t.matrix};
   }
   return w;
 }
 
+void Weights::lay_out(WeightTensor& t, kernels::WeightLayout want) {
+  MSTAR_ASSERT(t.matrix && t.shape.size() == 2, "weights: a matrix is [out, in]");
+  if (want == t.layout) return;
+  const int64_t out = t.shape[0], in = t.shape[1];
+  // Every tensor's bytes are owned_ by these Weights: data is const to their readers only.
+  auto* w = static_cast<uint16_t*>(const_cast<void*>(t.data));
+  if (want == kernels::WeightLayout::pair_panels)
+    kernels::rows_to_pair_panels(w, out, in);
+  else
+    kernels::pair_panels_to_rows(w, out, in);
+  t.layout = want;
+}
+
 void Weights::arrange_for(Backend b) {
-  for (auto& [name, t] : tensors_) {
-    if (!t.projection) continue;
-    MSTAR_ASSERT(t.shape.size() == 2, "weights: a projection is [out, in]");
-    const int64_t out = t.shape[0], in = t.shape[1];
-    const kernels::WeightLayout want = kernels::matmul_layout(b, t.dtype, in);
-    if (want == t.layout) continue;
-    // Every tensor's bytes are owned_ by these Weights: data is const to their readers only.
-    auto* w = static_cast<uint16_t*>(const_cast<void*>(t.data));
-    if (want == kernels::WeightLayout::pair_panels)
-      kernels::rows_to_pair_panels(w, out, in);
-    else
-      kernels::pair_panels_to_rows(w, out, in);
-    t.layout = want;
-  }
+  for (auto& [name, t] : tensors_)
+    if (t.matrix) lay_out(t, kernels::matmul_layout(b, t.dtype, t.shape.at(1)));
+}
+
+void Weights::arrange(kernels::WeightLayout layout) {
+  for (auto& [name, t] : tensors_)
+    if (t.matrix)
+      lay_out(t, kernels::layout_fits(layout, t.dtype, t.shape.at(1)) ? layout : kernels::WeightLayout::rows);
 }
 
 const WeightTensor& Weights::get(const std::string& name) const {

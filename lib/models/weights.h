@@ -1,8 +1,10 @@
 #pragma once
 // A model's weights on the host, by tensor name, each in the dtype it is
 // stored in: read from safetensors files into host memory as stored, or
-// made by the documented dummy initialisation. A family asks for the dtype
-// it computes in (ModelParams), and only then is a tensor converted.
+// made by the documented dummy initialisation, and then, for the backend
+// that runs them, matrices laid out as its products read them fastest
+// (arrange_for). A family asks for the dtype it computes in (ModelParams),
+// and only then is a tensor converted.
 //
 // The dummy initialisation (documented so a test can rebuild it): element i
 // of tensor `name` is scale * u, with u uniform in [-1, 1) given by
@@ -29,8 +31,8 @@ struct WeightTensor {
   std::vector<int64_t> shape;
   const void* data = nullptr;  // host memory, owned by the Weights
   std::size_t bytes = 0;
-  bool projection = false;     // as its TensorSpec says
-  kernels::WeightLayout layout = kernels::WeightLayout::rows;  // rows but for projections (arrange_for)
+  bool matrix = false;         // as its TensorSpec says
+  kernels::WeightLayout layout = kernels::WeightLayout::rows;  // rows but for matrices (arrange_for)
 };
 
 class Weights {
@@ -43,11 +45,15 @@ class Weights {
   // infinity (every value is checked once, at load).
   static Weights load(const std::vector<std::filesystem::path>& files, const std::vector<TensorSpec>& specs);
 
-  // Lays every projection out as backend b's products read it fastest
+  // Lays every matrix out as backend b's products read it fastest
   // (kernels::matmul_layout), in place: the cpu backend's pair panels for
   // bf16 on AVX-512, rows elsewhere (and back to rows for a backend that
   // reads rows).
   void arrange_for(Backend b);
+  // Lays every matrix out as `layout` where it fits (kernels::layout_fits),
+  // else rows, whatever backend will run them: the host backends read any
+  // layout, so a test or a benchmark can take one a processor would not.
+  void arrange(kernels::WeightLayout layout);
 
   const WeightTensor& get(const std::string& name) const;
   bool has(const std::string& name) const { return tensors_.count(name) != 0; }
@@ -56,6 +62,9 @@ class Weights {
   std::size_t bytes() const;
 
  private:
+  // Rearranges t, one of these weights' matrices, into `want`, in place.
+  static void lay_out(WeightTensor& t, kernels::WeightLayout want);
+
   std::vector<HostBuffer> owned_;
   std::map<std::string, WeightTensor> tensors_;
 };

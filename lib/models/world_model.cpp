@@ -82,10 +82,10 @@ void WorldModel::pass(ResourceSet& kv, int64_t B, const float* latents, const fl
   const Backend b = options_.backend;
   const int64_t T = w.tokens_per_frame, C = w.latent_channels, W = a.width, n = B * T, hd = a.head_dim;
   float* x = scratch_.get<float>(kX, static_cast<size_t>(n * W));
-  trunk_.project(latents, n, C, params_.f32("latent_in.weight"), DType::f32, W, x);
+  trunk_.project(latents, n, C, {params_.f32("latent_in.weight"), DType::f32}, W, x);
   if (w.control_dim > 0) {
     float* c = scratch_.get<float>(kControlW, static_cast<size_t>(B * W));
-    trunk_.project(controls, B, w.control_dim, params_.f32("control_in.weight"), DType::f32, W, c);
+    trunk_.project(controls, B, w.control_dim, {params_.f32("control_in.weight"), DType::f32}, W, c);
     kernels::add_rows(b, {n, W, T, x, c});
   }
   // The noise level, as a fixed sinusoid added to every token.
@@ -124,7 +124,7 @@ void WorldModel::pass(ResourceSet& kv, int64_t B, const float* latents, const fl
   });
   float* normed = scratch_.get<float>(kNormed, static_cast<size_t>(n * W));
   trunk_.final_norm(x, n, normed);
-  trunk_.project(normed, n, W, params_.f32("latent_out.weight"), DType::f32, C, out);
+  trunk_.project(normed, n, W, {params_.f32("latent_out.weight"), DType::f32}, C, out);
 }
 
 std::vector<float> WorldModel::generate(ResourceSet& kv, std::span<const int64_t> frame_pos,
