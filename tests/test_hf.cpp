@@ -11,6 +11,7 @@
 // goldens' smallest top-1 margin is 0.0076, far above that.
 #include <doctest/doctest.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -18,6 +19,7 @@
 #include "config/manifest.h"
 #include "models/hf_decoder.h"
 #include "models/model.h"
+#include "models/params.h"
 #include "models/safetensors.h"
 #include "resources/resource_set.h"
 #include "support.h"
@@ -143,6 +145,57 @@ TEST_CASE("hf: the goldens' checkpoints load through a manifest with their own a
   const Weights w = l.manifest->load_weights(Backend::reference);
   CHECK(w.get("model.layers.0.self_attn.q_proj.weight").dtype == DType::bf16);
   CHECK(w.bytes() == l.manifest->weights_bytes);
+}
+
+// Laid out for the cpu backend, the matrices hold the same elements (as
+// pair panels on AVX-512 without AMX: kernels::matmul_layout), every other
+// tensor stays row-major, a conversion reads them row-major, weights
+// written from them load back as the files' own, and laid out for the
+// reference they are the loaded bytes again; laid out as pair panels
+// whatever the processor, the same.
+TEST_CASE("hf: weights laid out for a backend hold the same elements, and convert and write as rows") {
+  Loaded l = load(kData / "llama-gqa-bf16", "llama", "stream", 4, 12);
+  REQUIRE_MESSAGE(l.manifest, l.errors);
+  const Weights rows = l.manifest->load_weights(Backend::reference);
+  const auto specs = l.manifest->arch->tensors();
+  for (auto forced : {std::optional<kernels::WeightLayout>{}, std::optional{kernels::WeightLayout::pair_panels}}) {
+    Weights laid = l.manifest->load_weights(Backend::cpu);
+    if (forced) laid.arrange(*forced);
+    ModelParams params(laid, Backend::cpu);
+    int matrices = 0;
+    for (const TensorSpec& t : specs) {
+      CAPTURE(t.name);
+      const WeightTensor& w = laid.get(t.name);
+      REQUIRE(w.dtype == DType::bf16);
+      const kernels::WeightLayout want = !t.matrix ? kernels::WeightLayout::rows
+                                         : forced  ? *forced
+                                                   : kernels::matmul_layout(Backend::cpu, DType::bf16, t.shape[1]);
+      REQUIRE(w.layout == want);
+      CHECK(params.layout(t.name, DType::bf16) == want);
+      CHECK(params.layout(t.name, DType::f32) == kernels::WeightLayout::rows);
+      if (t.shape.size() != 2) continue;
+      matrices += t.matrix;
+      const float* f = params.f32(t.name);
+      for (int64_t o = 0; o < t.shape[0]; ++o)
+        for (int64_t k = 0; k < t.shape[1]; ++k) {
+          const float v = load_as_f32(rows.get(t.name).data, DType::bf16, static_cast<size_t>(o * t.shape[1] + k));
+          REQUIRE(kernels::matrix_element(w.data, DType::bf16, w.layout, t.shape[0], t.shape[1], o, k) == v);
+          REQUIRE(f[o * t.shape[1] + k] == v);
+        }
+    }
+    CHECK(matrices == 2 + 7 * l.manifest->arch->trunk().layers);  // embedding, untied head, 7 projections a layer
+    const fs::path file = fs::temp_directory_path() / fmt::format("mstar-hf-laid-{}.safetensors", ::getpid());
+    write_weights(laid, specs, file, DType::bf16);
+    const Weights back = Weights::load({file}, specs);
+    fs::remove(file);
+    laid.arrange_for(Backend::reference);
+    for (const auto& [name, t] : rows.all()) {
+      CAPTURE(name);
+      CHECK(laid.get(name).layout == kernels::WeightLayout::rows);
+      CHECK(std::memcmp(t.data, laid.get(name).data, t.bytes) == 0);
+      CHECK(std::memcmp(t.data, back.get(name).data, t.bytes) == 0);
+    }
+  }
 }
 
 // mstar-bench checkpoint's decode_product_flops from the architecture,

@@ -8,11 +8,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <limits>
 #include <map>
 #include <random>
-#include <string>
 
 #include "core/errors.h"
 #include "models/family.h"
@@ -246,44 +244,6 @@ TEST_CASE("weights: the safetensors file the tool writes loads back to the same 
     ModelParams params(bf, Backend::cpu);
     CHECK(params.f32("head.weight")[3] ==
           round_to(DType::bf16, static_cast<const float*>(dummy.get("head.weight").data)[3]));
-  }
-
-  // Laid out for the cpu backend, the projections hold the same elements
-  // (as pair panels on AVX-512 without AMX: kernels::matmul_layout), every
-  // other tensor stays row-major, a conversion reads them row-major, the
-  // file written from them is the file they came from, and laid out for
-  // the reference they are the loaded bytes again.
-  {
-    const Weights rows = Weights::load({file}, specs);
-    Weights arranged = Weights::load({file}, specs);
-    arranged.arrange_for(Backend::cpu);
-    ModelParams params(arranged, Backend::cpu);
-    for (const TensorSpec& t : specs) {
-      CAPTURE(t.name);
-      const WeightTensor& laid = arranged.get(t.name);
-      const kernels::WeightLayout want =
-          t.matrix ? kernels::matmul_layout(Backend::cpu, DType::bf16, t.shape[1]) : kernels::WeightLayout::rows;
-      REQUIRE(laid.layout == want);
-      CHECK(params.layout(t.name, DType::bf16) == want);
-      CHECK(params.layout(t.name, DType::f32) == kernels::WeightLayout::rows);
-      if (t.shape.size() != 2) continue;
-      const float* f = params.f32(t.name);
-      for (int64_t o = 0; o < t.shape[0]; ++o)
-        for (int64_t k = 0; k < t.shape[1]; ++k) {
-          const float v = load_as_f32(rows.get(t.name).data, DType::bf16, static_cast<size_t>(o * t.shape[1] + k));
-          REQUIRE(kernels::matrix_element(laid.data, DType::bf16, laid.layout, t.shape[0], t.shape[1], o, k) == v);
-          REQUIRE(f[o * t.shape[1] + k] == v);
-        }
-    }
-    const fs::path again = dir / "again.safetensors";
-    write_weights(arranged, specs, again, DType::bf16);
-    std::ifstream fa(file, std::ios::binary), fb(again, std::ios::binary);
-    CHECK(std::string(std::istreambuf_iterator<char>(fa), {}) == std::string(std::istreambuf_iterator<char>(fb), {}));
-    arranged.arrange_for(Backend::reference);
-    for (const auto& [name, t] : rows.all()) {
-      CHECK(arranged.get(name).layout == kernels::WeightLayout::rows);
-      CHECK(std::memcmp(t.data, arranged.get(name).data, t.bytes) == 0);
-    }
   }
 
   // A model in two shards, listed by an index, loads to the same tensors.

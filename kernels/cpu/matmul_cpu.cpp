@@ -40,11 +40,11 @@ Bodies bodies(CpuIsa isa) {
 // inside a panel; as RedoJobs, 37.6-39.7 ms, and with nothing else running
 // alike (3 alternated rounds; docs/PERFORMANCE.md, "Twenty-second
 // session"). Every panel product given weights_outlive_call runs so, at
-// any rows up to kPanelMaxRows: at 16 streams beside one busy loop the step on 2 threads took
-// 94-116 ms as RedoJobs against 114-145 as ordinary jobs (1 thread:
-// 113-123; 4 alternated rounds, bf16 activations), with f32 activations
-// 154-171 against 187-206 (1 thread: 193-210; 3 rounds), and with nothing
-// else running alike ("Twenty-third session").
+// any rows up to kPanelMaxRows: at 16 streams beside one busy loop the
+// step on 2 threads took 94-116 ms as RedoJobs against 114-145 as ordinary
+// jobs (1 thread: 113-123; 4 alternated rounds, bf16 activations), with
+// f32 activations 154-171 against 187-206 (1 thread: 193-210; 3 rounds),
+// and with nothing else running alike ("Twenty-third session").
 //
 // Where the bodies' copies of x start: at a 64-byte boundary, except for
 // one row, 16 bytes past one. From malloc's 16-byte boundary every 64-byte

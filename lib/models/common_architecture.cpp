@@ -26,14 +26,14 @@ void append_trunk_tensors(const CommonArchitecture& c, std::vector<TensorSpec>& 
   for (int64_t l = 0; l < c.layers; ++l) {
     const TrunkNames n = inhouse_names(l);
     t.push_back({n.attn_norm, {c.width}});
-    t.push_back({n.q, {c.heads * c.head_dim, c.width}, true});
-    t.push_back({n.k, {c.kv_heads * c.head_dim, c.width}, true});
-    t.push_back({n.v, {c.kv_heads * c.head_dim, c.width}, true});
-    t.push_back({n.o, {c.width, c.heads * c.head_dim}, true});
+    t.push_back({n.q, {c.heads * c.head_dim, c.width}});
+    t.push_back({n.k, {c.kv_heads * c.head_dim, c.width}});
+    t.push_back({n.v, {c.kv_heads * c.head_dim, c.width}});
+    t.push_back({n.o, {c.width, c.heads * c.head_dim}});
     t.push_back({n.mlp_norm, {c.width}});
-    t.push_back({n.gate, {c.mlp_width, c.width}, true});
-    t.push_back({n.up, {c.mlp_width, c.width}, true});
-    t.push_back({n.down, {c.width, c.mlp_width}, true});
+    t.push_back({n.gate, {c.mlp_width, c.width}});
+    t.push_back({n.up, {c.mlp_width, c.width}});
+    t.push_back({n.down, {c.width, c.mlp_width}});
   }
   t.push_back({"final_norm.weight", {c.width}});
 }

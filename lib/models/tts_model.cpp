@@ -40,9 +40,9 @@ std::unique_ptr<Architecture> read_tts(ArchitectureInput& in) {
 std::vector<TensorSpec> TtsArchitecture::tensors() const {
   const auto& c = common;
   std::vector<TensorSpec> t;
-  t.push_back({"embed.weight", {tts.vocab_size, c.width}, true});
+  t.push_back({"embed.weight", {tts.vocab_size, c.width}});
   append_trunk_tensors(c, t);
-  t.push_back({"head.weight", {tts.vocab_size, c.width}, true});
+  t.push_back({"head.weight", {tts.vocab_size, c.width}});
   return t;
 }
 
