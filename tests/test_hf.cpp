@@ -240,29 +240,29 @@ TEST_CASE("hf: full attention logits and greedy tokens equal the independent ref
     for (Backend b : {Backend::reference, Backend::cpu})
       for (DType activations : {DType::f32, DType::bf16})
         for (auto layout : {kernels::WeightLayout::rows, kernels::WeightLayout::pair_panels}) {
-        if (layout == kernels::WeightLayout::pair_panels && std::string_view(name).ends_with("f32")) continue;
-        CAPTURE(name);
-        CAPTURE(to_string(b));
-        CAPTURE(to_string(activations));
-        CAPTURE(kernels::layout_name(layout));
-        const json golden = load_json(kData / name / "golden.json");
-        // A window longer than the whole run: nothing is evicted, so the
-        // bounded cache is full attention.
-        Loaded l = load(kData / name, golden["config"]["model_type"], "stream", 0, 64);
-        REQUIRE_MESSAGE(l.manifest, l.errors);
-        Served s(*l.manifest, b, activations, layout);
-        std::vector<std::vector<float>> logits;
-        const auto tokens = run_greedy(s, golden["voice"].get<std::vector<int32_t>>(),
-                                       golden["prompt"].get<std::vector<int32_t>>(), golden["full"]["steps"].get<int>(),
-                                       logits);
-        if (activations == DType::f32) {
-          CHECK(tokens == golden["full"]["tokens"].get<std::vector<int32_t>>());
-          CHECK(max_diff(logits[0], golden["full"]["logits"]) <= kTol);
-        } else {
-          CHECK(max_diff(logits[0], golden["bf16_activations"]["logits"]) <= kTol);
-          CHECK(max_diff(logits[0], golden["full"]["logits"]) > 10 * kTol);
+          if (layout == kernels::WeightLayout::pair_panels && std::string_view(name).ends_with("f32")) continue;
+          CAPTURE(name);
+          CAPTURE(to_string(b));
+          CAPTURE(to_string(activations));
+          CAPTURE(kernels::layout_name(layout));
+          const json golden = load_json(kData / name / "golden.json");
+          // A window longer than the whole run: nothing is evicted, so the
+          // bounded cache is full attention.
+          Loaded l = load(kData / name, golden["config"]["model_type"], "stream", 0, 64);
+          REQUIRE_MESSAGE(l.manifest, l.errors);
+          Served s(*l.manifest, b, activations, layout);
+          std::vector<std::vector<float>> logits;
+          const auto tokens = run_greedy(s, golden["voice"].get<std::vector<int32_t>>(),
+                                         golden["prompt"].get<std::vector<int32_t>>(), golden["full"]["steps"].get<int>(),
+                                         logits);
+          if (activations == DType::f32) {
+            CHECK(tokens == golden["full"]["tokens"].get<std::vector<int32_t>>());
+            CHECK(max_diff(logits[0], golden["full"]["logits"]) <= kTol);
+          } else {
+            CHECK(max_diff(logits[0], golden["bf16_activations"]["logits"]) <= kTol);
+            CHECK(max_diff(logits[0], golden["full"]["logits"]) > 10 * kTol);
+          }
         }
-      }
 }
 
 TEST_CASE("hf: beyond the window, sink + window streams equal the reference's, in both position modes") {

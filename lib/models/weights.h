@@ -47,8 +47,8 @@ class Weights {
 
   // Lays every matrix out as backend b's products read it fastest
   // (kernels::matmul_layout), in place: the cpu backend's pair panels for
-  // bf16 on AVX-512, rows elsewhere (and back to rows for a backend that
-  // reads rows).
+  // bf16 on AVX-512 without AMX, rows elsewhere (and back to rows for a
+  // backend that reads rows).
   void arrange_for(Backend b);
   // Lays every matrix out as `layout` where it fits (kernels::layout_fits),
   // else rows, whatever backend will run them: the host backends read any
