@@ -159,7 +159,7 @@ class CudaAllocator final : public Allocator {
     return p;
   }
 
-  void deallocate(void* p) noexcept override {
+  void deallocate(void* p, std::size_t) noexcept override {
     if (!p) return;
     // Work already enqueued may still use this memory: wait for it first.
     // Nothing can be reported from here (noexcept, and at exit the runtime

@@ -18,7 +18,8 @@ class Allocator {
   // At least `bytes` bytes, aligned for any vector load, zero-filled.
   // Throws std::bad_alloc (or a device's out-of-memory error) on failure.
   virtual void* allocate(std::size_t bytes) = 0;
-  virtual void deallocate(void* p) noexcept = 0;
+  // `bytes`: what allocate was asked for.
+  virtual void deallocate(void* p, std::size_t bytes) noexcept = 0;
   virtual void fill_zero(void* dst, std::size_t bytes) = 0;
   virtual void copy_from_host(void* dst, const void* src, std::size_t bytes) = 0;
   virtual void copy_to_host(void* dst, const void* src, std::size_t bytes) = 0;
@@ -32,6 +33,7 @@ Allocator& host_allocator();
 // Returns memory to the allocator it came from.
 struct AllocatorFree {
   Allocator* alloc = nullptr;
+  std::size_t bytes = 0;
   void operator()(void* p) const noexcept;
 };
 

@@ -13,12 +13,12 @@ TensorView f32_view(float* data, Shape shape) {
   return TensorView{data, DType::f32, shape, shape.contiguous_strides(), Device::cpu};
 }
 
-void HostBuffer::Free::operator()(void* p) const { free_host(p); }
+void HostBuffer::Free::operator()(void* p) const { free_host(p, bytes); }
 
 HostBuffer::HostBuffer(DType dtype, Shape shape)
     : dtype_(dtype), shape_(shape), bytes_(static_cast<std::size_t>(shape.numel()) * dtype_size(dtype)) {
   if (bytes_ == 0) return;
-  data_.reset(allocate_host(bytes_));
+  data_ = std::unique_ptr<void, Free>(allocate_host(bytes_), Free{bytes_});
 }
 
 HostBuffer HostBuffer::copy() const {

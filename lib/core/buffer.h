@@ -61,6 +61,7 @@ class HostBuffer {
 
  private:
   struct Free {
+    std::size_t bytes;  // as allocated; no initializer, which would keep Free from being default-constructible inside HostBuffer
     void operator()(void* p) const;
   };
   std::unique_ptr<void, Free> data_;

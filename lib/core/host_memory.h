@@ -6,9 +6,10 @@
 
 namespace mstar {
 
-// `bytes` zeroed bytes (at least one); throws std::bad_alloc when the heap
-// has none. Free with free_host.
+// `bytes` zeroed bytes (at least one); throws std::bad_alloc when the system
+// has none. Free with free_host, passing the same `bytes`: a large block is
+// its own mapping, and unmapping needs its length.
 void* allocate_host(std::size_t bytes);
-void free_host(void* p) noexcept;
+void free_host(void* p, std::size_t bytes) noexcept;
 
 }  // namespace mstar
