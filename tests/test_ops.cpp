@@ -92,13 +92,15 @@ TEST_CASE("weight layouts: pair panels hold the same matrix, and products refuse
     matmul(Backend::reference, p);
     CHECK(got == want);
     // The embedding lookup reads a table so laid out (a tied one is also the logits' matrix).
-    const std::vector<int32_t> ids{0, static_cast<int32_t>(out - 1), static_cast<int32_t>(out / 2)};
+    // Every row, in an order that crosses panels (a part panel included).
+    std::vector<int32_t> ids(static_cast<size_t>(out));
+    for (int64_t o = 0; o < out; ++o) ids[static_cast<size_t>(o)] = static_cast<int32_t>((o * 37) % out);
     for (Backend b : {Backend::reference, Backend::cpu}) {
-      std::vector<float> rows_out(static_cast<size_t>(3 * in)), panels_out(rows_out.size());
-      embed(b, {3, in, ids.data(), w.data(), DType::bf16, rows_out.data()});
-      embed(b, {3, in, ids.data(), panels.data(), DType::bf16, panels_out.data(), WeightLayout::pair_panels, out});
+      std::vector<float> rows_out(static_cast<size_t>(out * in)), panels_out(rows_out.size());
+      embed(b, {out, in, ids.data(), w.data(), DType::bf16, rows_out.data()});
+      embed(b, {out, in, ids.data(), panels.data(), DType::bf16, panels_out.data(), WeightLayout::pair_panels, out});
       CHECK(panels_out == rows_out);
-      CHECK(rows_out[static_cast<size_t>(in + 1)] == bf16_to_f32(w[static_cast<size_t>((out - 1) * in + 1)]));
+      CHECK(rows_out[static_cast<size_t>(in + 1)] == bf16_to_f32(w[static_cast<size_t>(ids[1] * in + 1)]));
     }
     pair_panels_to_rows(panels.data(), out, in);
     CHECK(panels == w);

@@ -6,13 +6,30 @@
 
 namespace mstar::kernels {
 
+namespace {
+
+// Row o of a bf16 pair_panels table [vocab, width] (weight_layout.h): its
+// pairs lie n pairs apart in its panel, n the panel's width.
+void pair_panel_row(const EmbedParams& p, int64_t o, float* out) {
+  const int64_t t = o / kPairPanelCols, c = o % kPairPanelCols;
+  const int64_t n = p.vocab - t * kPairPanelCols < kPairPanelCols ? p.vocab - t * kPairPanelCols : kPairPanelCols;
+  const uint32_t* pairs = static_cast<const uint32_t*>(p.table) + t * kPairPanelCols * (p.width / 2) + c;
+  for (int64_t kp = 0; kp < p.width / 2; ++kp) {
+    const uint32_t pair = pairs[kp * n];
+    const uint32_t lo = pair << 16, hi = pair & 0xFFFF0000u;
+    std::memcpy(out + 2 * kp, &lo, sizeof lo);
+    std::memcpy(out + 2 * kp + 1, &hi, sizeof hi);
+  }
+}
+
+}  // namespace
+
 void embed_host(const EmbedParams& p) {
   for (int64_t t = 0; t < p.tokens; ++t) {
     const auto row = static_cast<size_t>(p.ids[t]) * static_cast<size_t>(p.width);
     float* out = p.out + t * p.width;
-    if (p.layout != WeightLayout::rows) {
-      for (int64_t i = 0; i < p.width; ++i)
-        out[i] = matrix_element(p.table, p.dtype, p.layout, p.vocab, p.width, p.ids[t], i);
+    if (p.layout == WeightLayout::pair_panels) {
+      pair_panel_row(p, p.ids[t], out);
       continue;
     }
     if (p.dtype == DType::f32) {
