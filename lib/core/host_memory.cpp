@@ -41,10 +41,12 @@ std::size_t rounded_size(std::size_t bytes) { return bytes == 0 ? kAlign : (byte
 // The cost, measured: loading the Qwen2.5-0.5B-shaped checkpoint took 0.75
 // to 0.80 s against 0.70 to 0.71 (6 alternated runs of mstar-bench
 // checkpoint; every block is faulted in fresh), its decode steps alike.
-std::size_t mapped_size(std::size_t bytes) {
-  const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-  return (bytes + page - 1) / page * page;
+std::size_t page_size() {
+  static const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  return page;
 }
+
+std::size_t mapped_size(std::size_t bytes) { return (bytes + page_size() - 1) / page_size() * page_size(); }
 
 void* map_huge(std::size_t bytes) {
   const std::size_t len = mapped_size(bytes);
@@ -75,8 +77,7 @@ void* allocate_host(std::size_t bytes) {
     // Fresh pages read as zero already; one byte of each is written now,
     // after the advice, so the block is resident (2 MiB at a time where huge
     // pages come) before anything runs on it, without zeroing it twice.
-    const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-    for (std::size_t off = 0; off < rounded; off += page) p[off] = 0;
+    for (std::size_t off = 0; off < rounded; off += page_size()) p[off] = 0;
     return p;
   }
   const std::size_t align = kAlign;
