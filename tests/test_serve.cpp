@@ -510,7 +510,7 @@ TEST_CASE("serve: the engine thread sleeps while nothing runs") {
   const auto d = test::shipped("tts-demo.yaml");
   Running srv(d);
   post(srv.port, speech("w", "alice", {3}, 4));
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the OpenMP threads stop spinning
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the request done, the pool's idle workers asleep (they poll 200 us)
   auto cpu = [] {
     rusage u{};
     getrusage(RUSAGE_SELF, &u);
