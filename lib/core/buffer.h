@@ -61,7 +61,9 @@ class HostBuffer {
 
  private:
   struct Free {
-    std::size_t bytes;  // as allocated; no initializer, which would keep Free from being default-constructible inside HostBuffer
+    // As allocated. No initializer: one would keep Free from being
+    // default-constructible inside HostBuffer, and unique_ptr needs it so.
+    std::size_t bytes;
     void operator()(void* p) const;
   };
   std::unique_ptr<void, Free> data_;
