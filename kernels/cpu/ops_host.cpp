@@ -26,12 +26,12 @@ void pair_panel_row(const EmbedParams& p, int64_t o, float* out) {
 
 void embed_host(const EmbedParams& p) {
   for (int64_t t = 0; t < p.tokens; ++t) {
-    const auto row = static_cast<size_t>(p.ids[t]) * static_cast<size_t>(p.width);
     float* out = p.out + t * p.width;
     if (p.layout == WeightLayout::pair_panels) {
       pair_panel_row(p, p.ids[t], out);
       continue;
     }
+    const auto row = static_cast<size_t>(p.ids[t]) * static_cast<size_t>(p.width);
     if (p.dtype == DType::f32) {
       std::memcpy(out, static_cast<const float*>(p.table) + row, static_cast<size_t>(p.width) * sizeof(float));
       continue;
