@@ -12,6 +12,7 @@
 #include "core/checked.h"
 #include "core/errors.h"
 #include "cpu/matmul_cpu.h"
+#include "ops.h"
 #include "resources/options.h"
 
 namespace mstar::bench {
@@ -76,6 +77,14 @@ std::vector<MatmulResult> bench_matmul(const MatmulShape& s, bool cold, int repe
   std::normal_distribution<float> n;
   // Host memory as the engine's weights have it (2 MiB pages for large blocks).
   HostBuffer weights(s.dtype, Shape{copies * s.in * s.out});
+  // The products are given weights_outlive_call, as the trunk gives them
+  // (decode products then run as the step runs them: cpu/matmul_cpu.cpp),
+  // so a pool helper may still read a copy after its call has returned;
+  // release_weights waits for it before the copies are rearranged and,
+  // here, before they are freed.
+  struct Release {
+    ~Release() { kernels::release_weights(Backend::cpu); }
+  } release;
   const auto count = static_cast<size_t>(copies * s.in * s.out);
   std::vector<float> block(4099);  // repeated: fills GiBs fast; odd so rows differ
   for (auto& v : block) v = n(g);
@@ -94,6 +103,7 @@ std::vector<MatmulResult> bench_matmul(const MatmulShape& s, bool cold, int repe
   p.w_dtype = s.dtype;
   p.y = y, p.y_stride = s.out;
   p.threads = s.threads;
+  p.weights_outlive_call = true;
   int64_t copy = 0;  // the weights of this call
   const auto next_copy = [&](int i) {
     copy = i % copies;
@@ -118,7 +128,8 @@ std::vector<MatmulResult> bench_matmul(const MatmulShape& s, bool cold, int repe
     const kernels::WeightLayout want =
         m.starts_with("pair-panels") ? kernels::WeightLayout::pair_panels : kernels::WeightLayout::rows;
     if (!kernels::layout_fits(want, s.dtype, s.in)) continue;  // pair panels: bf16 with an even --in only
-    if (want != layout && !blas)
+    if (want != layout && !blas) {
+      kernels::release_weights(Backend::cpu);
       for (int64_t c = 0; c < copies; ++c) {
         auto* w = static_cast<uint16_t*>(weights.data()) + c * s.in * s.out;
         if (want == kernels::WeightLayout::pair_panels)
@@ -127,6 +138,7 @@ std::vector<MatmulResult> bench_matmul(const MatmulShape& s, bool cold, int repe
           kernels::pair_panels_to_rows(w, s.out, s.in);
         layout = want;
       }
+    }
     p.w_layout = blas ? kernels::WeightLayout::rows : layout;
     const DType x_dtype = m.ends_with("-bf16-act") ? DType::bf16 : DType::f32;
     if (blas) openblas_set_num_threads(s.threads);
