@@ -129,6 +129,12 @@ void lerp(Backend b, const LerpParams& p);
 // biases) of earlier products given weights_outlive_call: call it before
 // freeing them.
 void release_weights(Backend b);
+// Calls release_weights(backend) when it goes: an owner of weights declares
+// it after them, so it runs before they are freed.
+struct WeightsRelease {
+  Backend backend;
+  ~WeightsRelease() { release_weights(backend); }
+};
 
 // The host backends, for the dispatcher and for tests.
 void matmul_reference(const MatmulParams& p);

@@ -82,9 +82,7 @@ std::vector<MatmulResult> bench_matmul(const MatmulShape& s, bool cold, int repe
   // so a pool helper may still read a copy after its call has returned;
   // release_weights waits for it before the copies are rearranged and,
   // here, before they are freed.
-  struct Release {
-    ~Release() { kernels::release_weights(Backend::cpu); }
-  } release;
+  const kernels::WeightsRelease release{Backend::cpu};
   const auto count = static_cast<size_t>(copies * s.in * s.out);
   std::vector<float> block(4099);  // repeated: fills GiBs fast; odd so rows differ
   for (auto& v : block) v = n(g);

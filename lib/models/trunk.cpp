@@ -36,8 +36,6 @@ Trunk::Trunk(const TrunkShape& shape, ModelParams& params, const std::function<T
   final_norm_ = params.f32(final_norm);
 }
 
-Trunk::ReleaseWeights::~ReleaseWeights() { kernels::release_weights(backend); }
-
 kernels::MatmulParams Trunk::product(const float* x, int64_t rows, int64_t in, const Matrix& w, int64_t out,
                                      float* y, bool accumulate, const float* bias) const {
   kernels::MatmulParams p;

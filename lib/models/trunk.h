@@ -66,17 +66,12 @@ class Trunk {
   };
   static const std::pair<Matrix Layer::*, std::string TrunkNames::*> kProjections[7];
 
+  TrunkShape shape_;
+  ModelOptions options_;
   // When the trunk goes, waits for pool helpers that may still read its
   // weights and biases (its products give
   // MatmulParams::weights_outlive_call): they are freed after the trunk.
-  struct ReleaseWeights {
-    Backend backend;
-    ~ReleaseWeights();
-  };
-
-  TrunkShape shape_;
-  ModelOptions options_;
-  ReleaseWeights release_;
+  kernels::WeightsRelease release_;
   std::vector<Layer> layers_;
   const float* final_norm_;
   DeviceScratch scratch_;
