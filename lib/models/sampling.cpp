@@ -158,7 +158,7 @@ int32_t Sampler::sample(std::span<const float> given) {
     const double need = p_.top_p * all;
     double above = 0;
     int b = 0;
-    while (b < kBuckets - 1 && above + mass(b) < need) above += mass(b++);
+    for (double m; b < kBuckets - 1 && above + (m = mass(b)) < need; ++b) above += m;
     scratch_.clear();
     for (size_t j = 0; j < n; ++j)
       if (bucket_of_[j] == b) scratch_.emplace_back(logits[j], static_cast<int32_t>(j));
