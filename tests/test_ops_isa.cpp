@@ -327,6 +327,56 @@ TEST_CASE("max: the instruction set's body finds the largest and its lowest inde
   CHECK(max_cpu_isa({0, nullptr}, isa).index == 0);
 }
 
+TEST_CASE("at_least: the instruction set's body finds every index at or above the floor, in order, never a NaN") {
+  const CpuIsa isa = test::isa_under_test();
+  test::Rng rng(41);
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  for (int64_t n : {1, 15, 16, 17, 54, 97, 4097, 151936}) {
+    CAPTURE(n);
+    std::vector<float> x = rng.normals(static_cast<size_t>(n));
+    for (size_t i = 0; i < x.size(); i += 11) x[i] = nan;
+    for (size_t i = 3; i < x.size(); i += 13) x[i] = i % 2 ? inf : -inf;
+    for (size_t i = 5; i < x.size(); i += 17) x[i] = 1.5f;  // entries equal to a floor
+    for (float floor : {-inf, -1.0f, 1.5f, 2.5f, inf}) {
+      CAPTURE(floor);
+      std::vector<int32_t> want;
+      for (size_t i = 0; i < x.size(); ++i)
+        if (x[i] >= floor) want.push_back(static_cast<int32_t>(i));
+      std::vector<int32_t> got(x.size(), -1);
+      const int64_t found = at_least_cpu_isa({n, x.data(), floor, got.data()}, isa);
+      REQUIRE(found == static_cast<int64_t>(want.size()));
+      got.resize(static_cast<size_t>(found));
+      CHECK(got == want);
+    }
+  }
+  CHECK(at_least_cpu_isa({0, nullptr, 0.0f, nullptr}, isa) == 0);
+}
+
+// Tolerance: each block's sum is of at most 151,936 doubles, each an f32
+// widened exactly, in another order than the plain loop's: the two differ by
+// at most n ulps of the sum of magnitudes (2.2e-16 each), 1e-10 relative.
+TEST_CASE("block_sums: the instruction set's body sums every block in double") {
+  const CpuIsa isa = test::isa_under_test();
+  test::Rng rng(43);
+  for (int64_t n : {1, 15, 17, 54, 97, 4097, 151936})
+    for (int64_t block : {int64_t{1}, int64_t{7}, int64_t{1024}, n, n + 5}) {
+      CAPTURE(n);
+      CAPTURE(block);
+      std::vector<float> x = rng.normals(static_cast<size_t>(n));
+      for (float& v : x) v = std::exp(3.0f * v);  // weights: positive, spread over orders of magnitude
+      const int64_t blocks = (n + block - 1) / block;
+      std::vector<double> got(static_cast<size_t>(blocks) + 1, -1.0);
+      block_sums_cpu_isa({n, x.data(), block, got.data()}, isa);
+      for (int64_t b = 0; b < blocks; ++b) {
+        double want = 0;
+        for (int64_t i = b * block; i < std::min(n, (b + 1) * block); ++i) want += x[static_cast<size_t>(i)];
+        CAPTURE(b);
+        CHECK(std::fabs(got[static_cast<size_t>(b)] - want) <= 1e-10 * want);
+      }
+      CHECK(got.back() == -1.0);  // nothing past the last block
+    }
+}
+
 // With weights_outlive_call a product of few rows runs its panels as a redo
 // job (matmul_cpu.cpp): a helper's panels are computed aside and copied in.
 // The bits must be those of the ordinary job, bias and accumulation

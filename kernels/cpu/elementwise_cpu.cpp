@@ -3,6 +3,7 @@
 // token's angles computed once for all its heads.
 #include "cpu/elementwise_cpu.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -28,17 +29,22 @@ struct Bodies {
   decltype(&generic::silu_mul_span) silu_mul_span;
   decltype(&generic::exp_scaled_span) exp_scaled_span;
   decltype(&generic::max_span) max_span;
+  decltype(&generic::at_least_span) at_least_span;
+  decltype(&generic::sum_f64_span) sum_f64_span;
 };
 
 Bodies bodies(CpuIsa isa) {
 #if defined(__x86_64__)
   if (isa == CpuIsa::avx2)
-    return {&avx2::rmsnorm_row, &avx2::silu_mul_span, &avx2::exp_scaled_span, &avx2::max_span};
+    return {&avx2::rmsnorm_row, &avx2::silu_mul_span, &avx2::exp_scaled_span, &avx2::max_span,
+            &avx2::at_least_span, &avx2::sum_f64_span};
   if (has_avx512(isa))
-    return {&avx512::rmsnorm_row, &avx512::silu_mul_span, &avx512::exp_scaled_span, &avx512::max_span};
+    return {&avx512::rmsnorm_row, &avx512::silu_mul_span, &avx512::exp_scaled_span, &avx512::max_span,
+            &avx512::at_least_span, &avx512::sum_f64_span};
 #endif
   (void)isa;
-  return {&generic::rmsnorm_row, &generic::silu_mul_span, &generic::exp_scaled_span, &generic::max_span};
+  return {&generic::rmsnorm_row, &generic::silu_mul_span, &generic::exp_scaled_span, &generic::max_span,
+            &generic::at_least_span, &generic::sum_f64_span};
 }
 
 }  // namespace
@@ -47,6 +53,8 @@ void rmsnorm_cpu(const RmsNormParams& p) { rmsnorm_cpu_isa(p, best_cpu_isa()); }
 void silu_mul_cpu(const SiluMulParams& p) { silu_mul_cpu_isa(p, best_cpu_isa()); }
 double exp_scaled_host(const ExpScaledParams& p) { return exp_scaled_cpu_isa(p, best_cpu_isa()); }
 MaxFound max_host(const MaxParams& p) { return max_cpu_isa(p, best_cpu_isa()); }
+int64_t at_least_host(const AtLeastParams& p) { return at_least_cpu_isa(p, best_cpu_isa()); }
+void block_sums_host(const BlockSumsParams& p) { block_sums_cpu_isa(p, best_cpu_isa()); }
 
 // One thread: a vocabulary's exps take tens of microseconds, about what
 // waking the pool costs.
@@ -60,6 +68,18 @@ MaxFound max_cpu_isa(const MaxParams& p, CpuIsa isa) {
   MaxFound f;
   f.value = bodies(isa).max_span(p.x, p.n, &f.index, &f.finite);
   return f;
+}
+
+int64_t at_least_cpu_isa(const AtLeastParams& p, CpuIsa isa) {
+  MSTAR_ASSERT(cpu_supports(isa), "at_least_cpu_isa: this processor lacks the instruction set");
+  return bodies(isa).at_least_span(p.x, p.n, p.floor, p.ids);
+}
+
+void block_sums_cpu_isa(const BlockSumsParams& p, CpuIsa isa) {
+  MSTAR_ASSERT(cpu_supports(isa), "block_sums_cpu_isa: this processor lacks the instruction set");
+  MSTAR_ASSERT(p.block >= 1, "block_sums: blocks of at least one entry");
+  const auto sum = bodies(isa).sum_f64_span;
+  for (int64_t at = 0, b = 0; at < p.n; at += p.block, ++b) p.out[b] = sum(p.x + at, std::min(p.block, p.n - at));
 }
 
 void rmsnorm_cpu_isa(const RmsNormParams& p, CpuIsa isa) {

@@ -18,18 +18,26 @@ double exp_scaled_cpu_isa(const ExpScaledParams& p, CpuIsa isa);
 struct MaxParams;
 struct MaxFound;
 MaxFound max_cpu_isa(const MaxParams& p, CpuIsa isa);
+struct AtLeastParams;
+int64_t at_least_cpu_isa(const AtLeastParams& p, CpuIsa isa);
+struct BlockSumsParams;
+void block_sums_cpu_isa(const BlockSumsParams& p, CpuIsa isa);
 
 // Per ISA:
 // - silu_mul_span: a[i] = silu(a[i]) * b[i], i < n;
 // - rmsnorm_row: out = x / sqrt(mean(x^2) + eps) * w over one row of width;
 // - exp_scaled_span: out[i] = exp((x[i] - shift) * scale), i < n, and their sum;
 // - max_span: the largest x[i], i < n, NaNs ignored, and in *index the lowest
-//   i holding it (-infinity and n when there is none); *finite: every x[i] is.
+//   i holding it (-infinity and n when there is none); *finite: every x[i] is;
+// - at_least_span: the i < n with x[i] >= floor, in order, into ids; how many;
+// - sum_f64_span: the sum of x[i], i < n, in double.
 #define MSTAR_ELEMENTWISE_BODIES                                                   \
   void silu_mul_span(float* a, const float* b, int64_t n);                         \
   void rmsnorm_row(const float* x, const float* w, double eps, float* out, int64_t width); \
   double exp_scaled_span(const float* x, int64_t n, float shift, float scale, float* out); \
-  float max_span(const float* x, int64_t n, int64_t* index, bool* finite);
+  float max_span(const float* x, int64_t n, int64_t* index, bool* finite);         \
+  int64_t at_least_span(const float* x, int64_t n, float floor, int32_t* ids);      \
+  double sum_f64_span(const float* x, int64_t n);
 namespace generic {
 MSTAR_ELEMENTWISE_BODIES
 }

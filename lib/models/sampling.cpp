@@ -100,11 +100,14 @@ int32_t Sampler::sample(std::span<const float> given) {
   };
   if (keep < n) {
     // The top_k: the logits at or above a floor lowered until there are k.
+    ids_.resize(n);  // [n] the ids at or above the floor, in order
     for (float gap = 2.0f * static_cast<float>(p_.temperature);; gap *= 4.0f) {
+      const auto found = static_cast<size_t>(
+          kernels::at_least_host({static_cast<int64_t>(n), logits.data(), mx - gap, ids_.data()}));
+      if (found < keep) continue;
       scratch_.clear();
-      for (size_t i = 0; i < n; ++i)
-        if (logits[i] >= mx - gap) scratch_.emplace_back(logits[i], static_cast<int32_t>(i));
-      if (scratch_.size() >= keep) break;
+      for (size_t i = 0; i < found; ++i) scratch_.emplace_back(logits[static_cast<size_t>(ids_[i])], ids_[i]);
+      break;
     }
     std::partial_sort(scratch_.begin(), scratch_.begin() + static_cast<long>(keep), scratch_.end(), before);
     for (size_t i = 0; i < keep; ++i) weigh(static_cast<size_t>(scratch_[i].second));
@@ -174,20 +177,13 @@ int32_t Sampler::sample(std::span<const float> given) {
   // mass per block of kWalkBlock ids, so the draw skips whole blocks and
   // walks one token at a time only inside the block it lands in. Walking
   // every token (a chain of dependent double subtractions) took about 150
-  // µs of a 151,936-entry draw. Four partial sums per block break the
-  // chain of additions too.
+  // µs of a 151,936-entry draw.
   const size_t blocks = (n + kWalkBlock - 1) / kWalkBlock;
-  block_mass_.assign(blocks, 0.0);
+  block_mass_.resize(blocks);
+  kernels::block_sums_host(
+      {static_cast<int64_t>(n), weights_.data(), static_cast<int64_t>(kWalkBlock), block_mass_.data()});
   double sub = 0;
-  for (size_t b = 0; b < blocks; ++b) {
-    const size_t lo = b * kWalkBlock, hi = std::min(n, lo + kWalkBlock);
-    const auto w = [&](size_t i) { return static_cast<double>(weights_[i]); };
-    double p0 = 0, p1 = 0, p2 = 0, p3 = 0;
-    size_t i = lo;
-    for (; i + 4 <= hi; i += 4) p0 += w(i), p1 += w(i + 1), p2 += w(i + 2), p3 += w(i + 3);
-    for (; i < hi; ++i) p0 += w(i);
-    sub += block_mass_[b] = (p0 + p1) + (p2 + p3);
-  }
+  for (double m : block_mass_) sub += m;
   double u = std::uniform_real_distribution<double>(0.0, sub)(gen_);
   size_t b = 0;
   for (; b + 1 < blocks && u >= block_mass_[b]; ++b) u -= block_mass_[b];
