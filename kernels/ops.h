@@ -190,6 +190,18 @@ struct AtLeastParams {
 };
 int64_t at_least_host(const AtLeastParams& p);
 
+// Host only (the sampler's top_p): the indices i < n with x[i] == value, in
+// increasing order, into ids, and how many. One thread, vector compares
+// (the scalar scan of a vocabulary's buckets for the boundary's took about
+// a fifth of a top_p draw's own time).
+struct EqualU16Params {
+  int64_t n = 0;
+  const uint16_t* x = nullptr;  // [n]
+  uint16_t value = 0;
+  int32_t* ids = nullptr;  // [n]
+};
+int64_t equal_u16_host(const EqualU16Params& p);
+
 // Host only (the sampler's walk): out[b] = the sum in double of x[b * block,
 // min(n, (b + 1) * block)) for every block b; one thread, widened a vector
 // at a time (one at a time, about a fifth of an untruncated draw).

@@ -352,6 +352,32 @@ TEST_CASE("at_least: the instruction set's body finds every index at or above th
   CHECK(at_least_cpu_isa({0, nullptr, 0.0f, nullptr}, isa) == 0);
 }
 
+TEST_CASE("equal_u16: the instruction set's body finds every index holding the value, in order") {
+  const CpuIsa isa = test::isa_under_test();
+  test::Rng rng(47);
+  for (int64_t n : {1, 15, 16, 17, 31, 32, 33, 54, 97, 4097, 151936}) {
+    CAPTURE(n);
+    // Values from a few buckets, so each is held by many entries, and the
+    // extremes of the type.
+    std::vector<uint16_t> x(static_cast<size_t>(n));
+    const std::vector<float> r = rng.normals(x.size());
+    for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<uint16_t>(std::fabs(r[i]) * 3.0f);
+    for (size_t i = 4; i < x.size(); i += 9) x[i] = 0xffff;
+    for (uint16_t value : {uint16_t{0}, uint16_t{1}, uint16_t{5}, uint16_t{0xffff}, uint16_t{1000}}) {
+      CAPTURE(value);
+      std::vector<int32_t> want;
+      for (size_t i = 0; i < x.size(); ++i)
+        if (x[i] == value) want.push_back(static_cast<int32_t>(i));
+      std::vector<int32_t> got(x.size(), -1);
+      const int64_t found = equal_u16_cpu_isa({n, x.data(), value, got.data()}, isa);
+      REQUIRE(found == static_cast<int64_t>(want.size()));
+      got.resize(static_cast<size_t>(found));
+      CHECK(got == want);
+    }
+  }
+  CHECK(equal_u16_cpu_isa({0, nullptr, 0, nullptr}, isa) == 0);
+}
+
 // Tolerance: each block's sum is of at most 151,936 doubles, each an f32
 // widened exactly, in another order than the plain loop's: the two differ by
 // at most n ulps of the sum of magnitudes (2.2e-16 each), 1e-10 relative.

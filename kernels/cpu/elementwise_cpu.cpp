@@ -30,6 +30,7 @@ struct Bodies {
   decltype(&generic::exp_scaled_span) exp_scaled_span;
   decltype(&generic::max_span) max_span;
   decltype(&generic::at_least_span) at_least_span;
+  decltype(&generic::equal_u16_span) equal_u16_span;
   decltype(&generic::sum_f64_span) sum_f64_span;
 };
 
@@ -37,14 +38,14 @@ Bodies bodies(CpuIsa isa) {
 #if defined(__x86_64__)
   if (isa == CpuIsa::avx2)
     return {&avx2::rmsnorm_row, &avx2::silu_mul_span, &avx2::exp_scaled_span, &avx2::max_span,
-            &avx2::at_least_span, &avx2::sum_f64_span};
+            &avx2::at_least_span, &avx2::equal_u16_span, &avx2::sum_f64_span};
   if (has_avx512(isa))
     return {&avx512::rmsnorm_row, &avx512::silu_mul_span, &avx512::exp_scaled_span, &avx512::max_span,
-            &avx512::at_least_span, &avx512::sum_f64_span};
+            &avx512::at_least_span, &avx512::equal_u16_span, &avx512::sum_f64_span};
 #endif
   (void)isa;
   return {&generic::rmsnorm_row, &generic::silu_mul_span, &generic::exp_scaled_span, &generic::max_span,
-            &generic::at_least_span, &generic::sum_f64_span};
+            &generic::at_least_span, &generic::equal_u16_span, &generic::sum_f64_span};
 }
 
 }  // namespace
@@ -54,6 +55,7 @@ void silu_mul_cpu(const SiluMulParams& p) { silu_mul_cpu_isa(p, best_cpu_isa());
 double exp_scaled_host(const ExpScaledParams& p) { return exp_scaled_cpu_isa(p, best_cpu_isa()); }
 MaxFound max_host(const MaxParams& p) { return max_cpu_isa(p, best_cpu_isa()); }
 int64_t at_least_host(const AtLeastParams& p) { return at_least_cpu_isa(p, best_cpu_isa()); }
+int64_t equal_u16_host(const EqualU16Params& p) { return equal_u16_cpu_isa(p, best_cpu_isa()); }
 void block_sums_host(const BlockSumsParams& p) { block_sums_cpu_isa(p, best_cpu_isa()); }
 
 // One thread: a vocabulary's exps take tens of microseconds, about what
@@ -73,6 +75,11 @@ MaxFound max_cpu_isa(const MaxParams& p, CpuIsa isa) {
 int64_t at_least_cpu_isa(const AtLeastParams& p, CpuIsa isa) {
   MSTAR_ASSERT(cpu_supports(isa), "at_least_cpu_isa: this processor lacks the instruction set");
   return bodies(isa).at_least_span(p.x, p.n, p.floor, p.ids);
+}
+
+int64_t equal_u16_cpu_isa(const EqualU16Params& p, CpuIsa isa) {
+  MSTAR_ASSERT(cpu_supports(isa), "equal_u16_cpu_isa: this processor lacks the instruction set");
+  return bodies(isa).equal_u16_span(p.x, p.n, p.value, p.ids);
 }
 
 void block_sums_cpu_isa(const BlockSumsParams& p, CpuIsa isa) {

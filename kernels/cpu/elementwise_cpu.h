@@ -20,6 +20,8 @@ struct MaxFound;
 MaxFound max_cpu_isa(const MaxParams& p, CpuIsa isa);
 struct AtLeastParams;
 int64_t at_least_cpu_isa(const AtLeastParams& p, CpuIsa isa);
+struct EqualU16Params;
+int64_t equal_u16_cpu_isa(const EqualU16Params& p, CpuIsa isa);
 struct BlockSumsParams;
 void block_sums_cpu_isa(const BlockSumsParams& p, CpuIsa isa);
 
@@ -30,6 +32,7 @@ void block_sums_cpu_isa(const BlockSumsParams& p, CpuIsa isa);
 // - max_span: the largest x[i], i < n, NaNs ignored, and in *index the lowest
 //   i holding it (-infinity and n when there is none); *finite: every x[i] is;
 // - at_least_span: the i < n with x[i] >= floor, in order, into ids; how many;
+// - equal_u16_span: the i < n with x[i] == value, in order, into ids; how many;
 // - sum_f64_span: the sum of x[i], i < n, in double.
 #define MSTAR_ELEMENTWISE_BODIES                                                   \
   void silu_mul_span(float* a, const float* b, int64_t n);                         \
@@ -37,6 +40,7 @@ void block_sums_cpu_isa(const BlockSumsParams& p, CpuIsa isa);
   double exp_scaled_span(const float* x, int64_t n, float shift, float scale, float* out); \
   float max_span(const float* x, int64_t n, int64_t* index, bool* finite);         \
   int64_t at_least_span(const float* x, int64_t n, float floor, int32_t* ids);      \
+  int64_t equal_u16_span(const uint16_t* x, int64_t n, uint16_t value, int32_t* ids); \
   double sum_f64_span(const float* x, int64_t n);
 namespace generic {
 MSTAR_ELEMENTWISE_BODIES

@@ -162,9 +162,11 @@ int32_t Sampler::sample(std::span<const float> given) {
     double above = 0;
     int b = 0;
     for (double m; b < kBuckets - 1 && above + (m = mass(b)) < need; ++b) above += m;
+    ids_.resize(n);  // [n] the ids in bucket b, in order
+    const auto found = static_cast<size_t>(kernels::equal_u16_host(
+        {static_cast<int64_t>(n), bucket_of_.data(), static_cast<uint16_t>(b), ids_.data()}));
     scratch_.clear();
-    for (size_t j = 0; j < n; ++j)
-      if (bucket_of_[j] == b) scratch_.emplace_back(logits[j], static_cast<int32_t>(j));
+    for (size_t j = 0; j < found; ++j) scratch_.emplace_back(logits[static_cast<size_t>(ids_[j])], ids_[j]);
     std::sort(scratch_.begin(), scratch_.end(), before);
     last = prefix_reaching(scratch_.size(), above, need);
     // Outside the nucleus the weights are zero from here on: the sums and
