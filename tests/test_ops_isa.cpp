@@ -327,6 +327,24 @@ TEST_CASE("max: the instruction set's body finds the largest and its lowest inde
   CHECK(max_cpu_isa({0, nullptr}, isa).index == 0);
 }
 
+namespace {
+
+// A selection's ids (body(ids) writes them and says how many) against the
+// plain loop's: every i < n that keep(i) holds for, in order.
+template <class Keep, class Body>
+void check_ids(size_t n, Keep keep, Body body) {
+  std::vector<int32_t> want;
+  for (size_t i = 0; i < n; ++i)
+    if (keep(i)) want.push_back(static_cast<int32_t>(i));
+  std::vector<int32_t> got(n, -1);
+  const int64_t found = body(got.data());
+  REQUIRE(found == static_cast<int64_t>(want.size()));
+  got.resize(static_cast<size_t>(found));
+  CHECK(got == want);
+}
+
+}  // namespace
+
 TEST_CASE("at_least: the instruction set's body finds every index at or above the floor, in order, never a NaN") {
   const CpuIsa isa = test::isa_under_test();
   test::Rng rng(41);
@@ -339,14 +357,8 @@ TEST_CASE("at_least: the instruction set's body finds every index at or above th
     for (size_t i = 5; i < x.size(); i += 17) x[i] = 1.5f;  // entries equal to a floor
     for (float floor : {-inf, -1.0f, 1.5f, 2.5f, inf}) {
       CAPTURE(floor);
-      std::vector<int32_t> want;
-      for (size_t i = 0; i < x.size(); ++i)
-        if (x[i] >= floor) want.push_back(static_cast<int32_t>(i));
-      std::vector<int32_t> got(x.size(), -1);
-      const int64_t found = at_least_cpu_isa({n, x.data(), floor, got.data()}, isa);
-      REQUIRE(found == static_cast<int64_t>(want.size()));
-      got.resize(static_cast<size_t>(found));
-      CHECK(got == want);
+      check_ids(x.size(), [&](size_t i) { return x[i] >= floor; },
+                [&](int32_t* ids) { return at_least_cpu_isa({n, x.data(), floor, ids}, isa); });
     }
   }
   CHECK(at_least_cpu_isa({0, nullptr, 0.0f, nullptr}, isa) == 0);
@@ -365,14 +377,8 @@ TEST_CASE("equal_u16: the instruction set's body finds every index holding the v
     for (size_t i = 4; i < x.size(); i += 9) x[i] = 0xffff;
     for (uint16_t value : {uint16_t{0}, uint16_t{1}, uint16_t{5}, uint16_t{0xffff}, uint16_t{1000}}) {
       CAPTURE(value);
-      std::vector<int32_t> want;
-      for (size_t i = 0; i < x.size(); ++i)
-        if (x[i] == value) want.push_back(static_cast<int32_t>(i));
-      std::vector<int32_t> got(x.size(), -1);
-      const int64_t found = equal_u16_cpu_isa({n, x.data(), value, got.data()}, isa);
-      REQUIRE(found == static_cast<int64_t>(want.size()));
-      got.resize(static_cast<size_t>(found));
-      CHECK(got == want);
+      check_ids(x.size(), [&](size_t i) { return x[i] == value; },
+                [&](int32_t* ids) { return equal_u16_cpu_isa({n, x.data(), value, ids}, isa); });
     }
   }
   CHECK(equal_u16_cpu_isa({0, nullptr, 0, nullptr}, isa) == 0);
