@@ -193,7 +193,7 @@ int64_t at_least_host(const AtLeastParams& p);
 // Host only (the sampler's top_p): the indices i < n with x[i] == value, in
 // increasing order, into ids, and how many. One thread, vector compares
 // (the scalar scan of a vocabulary's buckets for the boundary's took about
-// a fifth of a top_p draw's own time).
+// a fifth of the samples perf found in the sampler's own code).
 struct EqualU16Params {
   int64_t n = 0;
   const uint16_t* x = nullptr;  // [n]

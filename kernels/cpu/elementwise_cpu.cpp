@@ -45,7 +45,7 @@ Bodies bodies(CpuIsa isa) {
 #endif
   (void)isa;
   return {&generic::rmsnorm_row, &generic::silu_mul_span, &generic::exp_scaled_span, &generic::max_span,
-            &generic::at_least_span, &generic::equal_u16_span, &generic::sum_f64_span};
+          &generic::at_least_span, &generic::equal_u16_span, &generic::sum_f64_span};
 }
 
 }  // namespace
