@@ -101,14 +101,13 @@ int32_t Sampler::sample(std::span<const float> given) {
   if (keep < n) {
     // The top_k: the logits at or above a floor lowered until there are k.
     ids_.resize(n);  // [n] the ids at or above the floor, in order
-    for (float gap = 2.0f * static_cast<float>(p_.temperature);; gap *= 4.0f) {
-      const auto found = static_cast<size_t>(
-          kernels::at_least_host({static_cast<int64_t>(n), logits.data(), mx - gap, ids_.data()}));
-      if (found < keep) continue;
-      scratch_.clear();
-      for (size_t i = 0; i < found; ++i) scratch_.emplace_back(logits[static_cast<size_t>(ids_[i])], ids_[i]);
-      break;
-    }
+    const auto at_least = [&](float floor) {
+      return static_cast<size_t>(kernels::at_least_host({static_cast<int64_t>(n), logits.data(), floor, ids_.data()}));
+    };
+    size_t found = 0;
+    for (float gap = 2.0f * static_cast<float>(p_.temperature); (found = at_least(mx - gap)) < keep;) gap *= 4.0f;
+    scratch_.clear();
+    for (size_t i = 0; i < found; ++i) scratch_.emplace_back(logits[static_cast<size_t>(ids_[i])], ids_[i]);
     std::partial_sort(scratch_.begin(), scratch_.begin() + static_cast<long>(keep), scratch_.end(), before);
     for (size_t i = 0; i < keep; ++i) weigh(static_cast<size_t>(scratch_[i].second));
     double total = 0;
