@@ -202,6 +202,31 @@ struct EqualU16Params {
 };
 int64_t equal_u16_host(const EqualU16Params& p);
 
+// Host only (the sampler's top_p): the bucket of each entry below top,
+// out[i] = the integer part of (top - x[i]) * scale, or last where that is
+// larger or not finite (x[i] -infinity or NaN); every x[i] <= top. One
+// thread, vector arithmetic (the sampler's own loop was compiled for the
+// baseline instruction set: 4 lanes).
+struct BucketsParams {
+  int64_t n = 0;
+  const float* x = nullptr;  // [n]
+  float top = 0.0f, scale = 1.0f;
+  uint16_t last = 0;
+  uint16_t* out = nullptr;  // [n]
+};
+void buckets_host(const BucketsParams& p);
+
+// Host only (the sampler's nucleus): w[i] = 0 for every i < n with x[i] not
+// at least floor (NaN included), the rest of w kept. One thread, vector
+// compares (as for buckets_host).
+struct ZeroBelowParams {
+  int64_t n = 0;
+  const float* x = nullptr;  // [n]
+  float floor = 0.0f;
+  float* w = nullptr;  // [n]
+};
+void zero_below_host(const ZeroBelowParams& p);
+
 // Host only (the sampler's walk): out[b] = the sum in double of x[b * block,
 // min(n, (b + 1) * block)) for every block b; one thread, widened a vector
 // at a time (one at a time, about a fifth of an untruncated draw).

@@ -599,6 +599,23 @@ TEST_CASE("sampling: the selection fast paths draw what a full sort draws, at a 
       for (int draw = 0; draw < 20; ++draw) CHECK(fast.sample(logits) == sample_by_full_sort(logits, sp, gen));
     }
   }
+  // Logits of a few values: every top_p boundary falls inside a run of ties,
+  // where the nucleus ends at the boundary's id. Not at 151,936: there a
+  // boundary token weighs a few millionths of the total, and the f32 exps'
+  // rounding (2e-7, against the definition's double) can move the boundary
+  // along a run; at these sizes it weighs 1e-4 or more.
+  for (size_t vocab : {size_t{1000}, size_t{4097}}) {
+    std::vector<float> logits = rng.normals(vocab);
+    for (float& l : logits) l = std::round(l * 2.0f) / 2.0f;
+    for (double top_p : {0.3, 0.5, 0.9}) {
+      CAPTURE(vocab);
+      CAPTURE(top_p);
+      const SamplingParams sp{1.0, 0, top_p, 6};
+      Sampler fast(sp);
+      std::mt19937_64 gen(sp.seed);
+      for (int draw = 0; draw < 50; ++draw) CHECK(fast.sample(logits) == sample_by_full_sort(logits, sp, gen));
+    }
+  }
 }
 
 TEST_CASE("sampling: non-finite logits never crash a draw, NaN and -infinity are never drawn, +infinity is the top") {

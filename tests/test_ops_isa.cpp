@@ -409,6 +409,63 @@ TEST_CASE("block_sums: the instruction set's body sums every block in double") {
     }
 }
 
+TEST_CASE("buckets: the instruction set's body gives the plain loop's bucket, the last for every non-finite z") {
+  const CpuIsa isa = test::isa_under_test();
+  test::Rng rng(53);
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  for (int64_t n : {1, 7, 8, 15, 16, 17, 54, 97, 4097, 151936}) {
+    CAPTURE(n);
+    std::vector<float> x = rng.normals(static_cast<size_t>(n));
+    for (float& v : x) v *= 3.0f;
+    for (size_t i = 2; i < x.size(); i += 11) x[i] = -inf;
+    for (size_t i = 6; i < x.size(); i += 13) x[i] = nan;
+    float top = -inf;
+    for (float v : x) top = v > top ? v : top;
+    if (top == -inf) top = 0.0f;  // every entry -infinity or NaN
+    // The sampler's scale (4,096 buckets over 40 at temperature 0.8), one
+    // that sends most entries to the last, and one that keeps all in the first.
+    for (float scale : {128.0f, 1e6f, 1e-3f})
+      for (uint16_t last : {uint16_t{4095}, uint16_t{9}}) {
+        CAPTURE(scale);
+        CAPTURE(last);
+        std::vector<uint16_t> got(x.size() + 1, 0xabcd);
+        buckets_cpu_isa({n, x.data(), top, scale, last, got.data()}, isa);
+        for (size_t i = 0; i < x.size(); ++i) {
+          const float z = (top - x[i]) * scale;
+          const uint16_t want = z < static_cast<float>(last) ? static_cast<uint16_t>(z) : last;
+          CAPTURE(i);
+          CHECK(got[i] == want);
+        }
+        CHECK(got.back() == 0xabcd);  // nothing past n
+      }
+  }
+}
+
+TEST_CASE("zero_below: the instruction set's body zeroes exactly the weights whose x is not at least the floor") {
+  const CpuIsa isa = test::isa_under_test();
+  test::Rng rng(59);
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  for (int64_t n : {1, 7, 8, 15, 16, 17, 54, 97, 4097, 151936}) {
+    CAPTURE(n);
+    std::vector<float> x = rng.normals(static_cast<size_t>(n));
+    for (size_t i = 0; i < x.size(); i += 11) x[i] = nan;
+    for (size_t i = 3; i < x.size(); i += 13) x[i] = i % 2 ? inf : -inf;
+    for (size_t i = 5; i < x.size(); i += 17) x[i] = 0.5f;  // entries equal to a floor
+    const std::vector<float> w = rng.normals(x.size());
+    for (float floor : {-inf, -1.0f, 0.5f, std::nextafter(0.5f, inf), inf}) {
+      CAPTURE(floor);
+      std::vector<float> got = w;
+      got.push_back(7.0f);
+      zero_below_cpu_isa({n, x.data(), floor, got.data()}, isa);
+      for (size_t i = 0; i < x.size(); ++i) {
+        CAPTURE(i);
+        CHECK(got[i] == (x[i] >= floor ? w[i] : 0.0f));
+      }
+      CHECK(got.back() == 7.0f);  // nothing past n
+    }
+  }
+}
+
 // With weights_outlive_call a product of few rows runs its panels as a redo
 // job (matmul_cpu.cpp): a helper's panels are computed aside and copied in.
 // The bits must be those of the ordinary job, bias and accumulation

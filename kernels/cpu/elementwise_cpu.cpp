@@ -32,20 +32,25 @@ struct Bodies {
   decltype(&generic::at_least_span) at_least_span;
   decltype(&generic::equal_u16_span) equal_u16_span;
   decltype(&generic::sum_f64_span) sum_f64_span;
+  decltype(&generic::buckets_span) buckets_span;
+  decltype(&generic::zero_below_span) zero_below_span;
 };
 
 Bodies bodies(CpuIsa isa) {
 #if defined(__x86_64__)
   if (isa == CpuIsa::avx2)
     return {&avx2::rmsnorm_row, &avx2::silu_mul_span, &avx2::exp_scaled_span, &avx2::max_span,
-            &avx2::at_least_span, &avx2::equal_u16_span, &avx2::sum_f64_span};
+            &avx2::at_least_span, &avx2::equal_u16_span, &avx2::sum_f64_span,
+            &avx2::buckets_span, &avx2::zero_below_span};
   if (has_avx512(isa))
     return {&avx512::rmsnorm_row, &avx512::silu_mul_span, &avx512::exp_scaled_span, &avx512::max_span,
-            &avx512::at_least_span, &avx512::equal_u16_span, &avx512::sum_f64_span};
+            &avx512::at_least_span, &avx512::equal_u16_span, &avx512::sum_f64_span,
+            &avx512::buckets_span, &avx512::zero_below_span};
 #endif
   (void)isa;
   return {&generic::rmsnorm_row, &generic::silu_mul_span, &generic::exp_scaled_span, &generic::max_span,
-          &generic::at_least_span, &generic::equal_u16_span, &generic::sum_f64_span};
+          &generic::at_least_span, &generic::equal_u16_span, &generic::sum_f64_span,
+            &generic::buckets_span, &generic::zero_below_span};
 }
 
 }  // namespace
@@ -57,6 +62,8 @@ MaxFound max_host(const MaxParams& p) { return max_cpu_isa(p, best_cpu_isa()); }
 int64_t at_least_host(const AtLeastParams& p) { return at_least_cpu_isa(p, best_cpu_isa()); }
 int64_t equal_u16_host(const EqualU16Params& p) { return equal_u16_cpu_isa(p, best_cpu_isa()); }
 void block_sums_host(const BlockSumsParams& p) { block_sums_cpu_isa(p, best_cpu_isa()); }
+void buckets_host(const BucketsParams& p) { buckets_cpu_isa(p, best_cpu_isa()); }
+void zero_below_host(const ZeroBelowParams& p) { zero_below_cpu_isa(p, best_cpu_isa()); }
 
 // One thread: a vocabulary's exps take tens of microseconds, about what
 // waking the pool costs.
@@ -87,6 +94,16 @@ void block_sums_cpu_isa(const BlockSumsParams& p, CpuIsa isa) {
   MSTAR_ASSERT(p.block >= 1, "block_sums: blocks of at least one entry");
   const auto sum = bodies(isa).sum_f64_span;
   for (int64_t at = 0, b = 0; at < p.n; at += p.block, ++b) p.out[b] = sum(p.x + at, std::min(p.block, p.n - at));
+}
+
+void buckets_cpu_isa(const BucketsParams& p, CpuIsa isa) {
+  MSTAR_ASSERT(cpu_supports(isa), "buckets_cpu_isa: this processor lacks the instruction set");
+  bodies(isa).buckets_span(p.x, p.n, p.top, p.scale, p.last, p.out);
+}
+
+void zero_below_cpu_isa(const ZeroBelowParams& p, CpuIsa isa) {
+  MSTAR_ASSERT(cpu_supports(isa), "zero_below_cpu_isa: this processor lacks the instruction set");
+  bodies(isa).zero_below_span(p.x, p.n, p.floor, p.w);
 }
 
 void rmsnorm_cpu_isa(const RmsNormParams& p, CpuIsa isa) {

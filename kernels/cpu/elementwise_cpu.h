@@ -24,6 +24,10 @@ struct EqualU16Params;
 int64_t equal_u16_cpu_isa(const EqualU16Params& p, CpuIsa isa);
 struct BlockSumsParams;
 void block_sums_cpu_isa(const BlockSumsParams& p, CpuIsa isa);
+struct BucketsParams;
+void buckets_cpu_isa(const BucketsParams& p, CpuIsa isa);
+struct ZeroBelowParams;
+void zero_below_cpu_isa(const ZeroBelowParams& p, CpuIsa isa);
 
 // Per ISA:
 // - silu_mul_span: a[i] = silu(a[i]) * b[i], i < n;
@@ -33,7 +37,10 @@ void block_sums_cpu_isa(const BlockSumsParams& p, CpuIsa isa);
 //   i holding it (-infinity and n when there is none); *finite: every x[i] is;
 // - at_least_span: the i < n with x[i] >= floor, in order, into ids; how many;
 // - equal_u16_span: the i < n with x[i] == value, in order, into ids; how many;
-// - sum_f64_span: the sum of x[i], i < n, in double.
+// - sum_f64_span: the sum of x[i], i < n, in double;
+// - buckets_span: out[i] = min(trunc((top - x[i]) * scale), last), last where
+//   that is not finite; x[i] <= top;
+// - zero_below_span: w[i] = 0 where x[i] is not >= floor.
 #define MSTAR_ELEMENTWISE_BODIES                                                   \
   void silu_mul_span(float* a, const float* b, int64_t n);                         \
   void rmsnorm_row(const float* x, const float* w, double eps, float* out, int64_t width); \
@@ -41,7 +48,9 @@ void block_sums_cpu_isa(const BlockSumsParams& p, CpuIsa isa);
   float max_span(const float* x, int64_t n, int64_t* index, bool* finite);         \
   int64_t at_least_span(const float* x, int64_t n, float floor, int32_t* ids);      \
   int64_t equal_u16_span(const uint16_t* x, int64_t n, uint16_t value, int32_t* ids); \
-  double sum_f64_span(const float* x, int64_t n);
+  double sum_f64_span(const float* x, int64_t n);                                   \
+  void buckets_span(const float* x, int64_t n, float top, float scale, uint16_t last, uint16_t* out); \
+  void zero_below_span(const float* x, int64_t n, float floor, float* w);
 namespace generic {
 MSTAR_ELEMENTWISE_BODIES
 }

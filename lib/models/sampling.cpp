@@ -138,15 +138,12 @@ int32_t Sampler::sample(std::span<const float> given) {
     // whenever neighbouring ids shared a bucket. On Zen 4 a 151,936-entry
     // draw at temperature 0.8, top_p 0.95 (`mstar-bench sample`) took 283
     // against 407 µs, medians of 5 alternated runs (docs/PERFORMANCE.md,
-    // "Thirty-second session").
+    // "Thirty-second session"); with the buckets and the zeroing below as
+    // vector ops (this file is compiled for the baseline instruction set),
+    // 166 against 214 ("Thirty-fourth session").
     bucket_of_.resize(n);  // [n] the bucket of each logit
-    const float scale = inv_t * (kBuckets / kZRange);
-    for (size_t i = 0; i < n; ++i) {
-      // In float until it is below the last bucket: converting an infinite
-      // z (a -infinity logit) to int would be undefined.
-      const float z = (mx - logits[i]) * scale;
-      bucket_of_[i] = static_cast<uint16_t>(z < static_cast<float>(kBuckets - 1) ? static_cast<int>(z) : kBuckets - 1);
-    }
+    kernels::buckets_host({static_cast<int64_t>(n), logits.data(), mx, inv_t * (kBuckets / kZRange),
+                           static_cast<uint16_t>(kBuckets - 1), bucket_of_.data()});
     bucket_mass_.assign(kLanes * kBuckets, 0.0);
     size_t i = 0;
     for (; i + kLanes <= n; i += kLanes)
@@ -170,9 +167,14 @@ int32_t Sampler::sample(std::span<const float> given) {
     last = prefix_reaching(scratch_.size(), above, need);
     // Outside the nucleus the weights are zero from here on: the sums and
     // the walk below read them without testing each id (a branch on ids in
-    // random order).
-    for (size_t j = 0; j < n; ++j)
-      weights_[j] = before(last, {logits[j], static_cast<int32_t>(j)}) ? 0.0f : weights_[j];
+    // random order). The nucleus is every logit above the boundary's, and
+    // those equal to it up to its id: at least it there, at least the next
+    // float after it beyond. (An empty boundary bucket leaves `last` at
+    // {-infinity, n}: nothing is zeroed.)
+    const int64_t cut = std::min(static_cast<int64_t>(last.second) + 1, static_cast<int64_t>(n));
+    kernels::zero_below_host({cut, logits.data(), last.first, weights_.data()});
+    kernels::zero_below_host({static_cast<int64_t>(n) - cut, logits.data() + cut,
+                              std::nextafter(last.first, INFINITY), weights_.data() + cut});
   }
   // The whole vocabulary, or the top_p part of it (the rest weighs 0): the
   // mass per block of kWalkBlock ids, so the draw skips whole blocks and
