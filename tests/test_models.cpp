@@ -618,6 +618,24 @@ TEST_CASE("sampling: the selection fast paths draw what a full sort draws, at a 
   }
 }
 
+TEST_CASE("sampling: temperatures down to the smallest double draw what greedy draws, in every path") {
+  test::Rng rng(3);
+  const std::vector<float> logits = rng.normals(1000);
+  const auto top = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+  // 1e-30 has a float inverse; below about 2.9e-39 the inverse overflows and
+  // 1e-46 is 0 as a float (a top_k floor search that started at a gap of 0
+  // never ended).
+  for (double t : {1e-10, 1e-30, 1e-40, 1e-46, 1e-300, std::numeric_limits<double>::denorm_min()})
+    for (double top_p : {0.9, 1.0})
+      for (int64_t top_k : {0, 50}) {
+        CAPTURE(t);
+        CAPTURE(top_p);
+        CAPTURE(top_k);
+        Sampler s(SamplingParams{t, top_k, top_p, 1});
+        CHECK(s.sample(logits) == top);
+      }
+}
+
 TEST_CASE("sampling: non-finite logits never crash a draw, NaN and -infinity are never drawn, +infinity is the top") {
   const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
   test::Rng rng(17);

@@ -80,10 +80,13 @@ int32_t Sampler::sample(std::span<const float> given) {
     logits = finite_;
     top = kernels::max_host({static_cast<int64_t>(n), logits.data()});
   }
-  // Greedy, or nothing above -infinity to weigh: the first of the largest.
-  if (p_.temperature == 0.0 || top.value == -INFINITY) return static_cast<int32_t>(top.index);
+  // Greedy, or nothing above -infinity to weigh, or a temperature whose
+  // inverse a float cannot hold (below about 2.9e-39; the top token's weight
+  // would be 0 * infinity, NaN): the first of the largest. From here on 2 *
+  // temperature is above 0 as a float, so the top_k floor search ends.
+  const float inv_t = p_.temperature == 0.0 ? INFINITY : static_cast<float>(1.0 / p_.temperature);
+  if (!std::isfinite(inv_t) || top.value == -INFINITY) return static_cast<int32_t>(top.index);
   const float mx = top.value;
-  const float inv_t = static_cast<float>(1.0 / p_.temperature);
   weights_.resize(n);  // [n] exp((logit - max) / temperature), where read
   const auto weigh = [&](size_t i) { weights_[i] = std::exp((logits[i] - mx) * inv_t); };
   const size_t keep = p_.top_k > 0 ? std::min(n, static_cast<size_t>(p_.top_k)) : n;
