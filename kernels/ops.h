@@ -178,10 +178,11 @@ struct MaxFound {
 };
 MaxFound max_host(const MaxParams& p);
 
-// Host only (the sampler's top_k): the indices i < n with x[i] >= floor, in
-// increasing order, into ids, and how many; a NaN is never at least
-// anything. One thread, vector compares (the scalar loop took about a third
-// of a top_k draw over a 151,936-entry vocabulary).
+// Host only (the sampler's top_k and top_p candidates): the indices i < n
+// with x[i] >= floor, in increasing order, into ids, and how many; a NaN is
+// never at least anything. ids past the count may be written too. One
+// thread, vector compares (the scalar loop took about a third of a top_k
+// draw over a 151,936-entry vocabulary).
 struct AtLeastParams {
   int64_t n = 0;
   const float* x = nullptr;  // [n]

@@ -588,9 +588,11 @@ TEST_CASE("sampling: the selection fast paths draw what a full sort draws, at a 
   for (size_t vocab : {size_t{1000}, size_t{151936}}) {
     std::vector<float> logits = rng.normals(vocab);
     for (size_t i = 0; i < vocab; i += 97) logits[i] = logits[i / 2];  // ties
+    // The last: the largest top_p below 1, whose candidate bound (at 151,936)
+    // passes the buckets' range, so every logit is bucketed.
     for (const SamplingParams& sp : {SamplingParams{0.8, 50, 0.95, 1}, SamplingParams{1.0, 0, 0.9, 2},
                                      SamplingParams{0.5, 0, 0.3, 3}, SamplingParams{1.2, 0, 1.0, 4},
-                                     SamplingParams{0.7, 2000, 1.0, 5}}) {
+                                     SamplingParams{0.7, 2000, 1.0, 5}, SamplingParams{1.0, 0, std::nextafter(1.0, 0.0), 7}}) {
       CAPTURE(vocab);
       CAPTURE(sp.top_k);
       CAPTURE(sp.top_p);

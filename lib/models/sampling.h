@@ -37,9 +37,11 @@ class Sampler {
   std::vector<float> finite_;                      // [vocab] the logits, made ordered, when some are not finite
   std::vector<float> weights_;                     // [vocab]
   std::vector<std::pair<float, int32_t>> scratch_;  // candidates: (logit, id)
-  std::vector<int32_t> ids_;                        // [vocab] ids at or above a top_k floor, or in a top_p bucket
-  std::vector<uint16_t> bucket_of_;                 // [vocab] bucket of each logit (top_p)
-  std::vector<double> bucket_mass_;                 // [4, 4096] mass per bucket of logit, ids i % 4 apart
+  std::vector<int32_t> ids_;                        // [vocab] ids at or above a top_k floor, or top_p candidates
+  std::vector<float> candidate_logits_;             // [candidates] their logits (top_p)
+  std::vector<uint16_t> bucket_of_;                 // [candidates] bucket of each (top_p)
+  std::vector<int32_t> in_bucket_;                  // [candidates] those in the boundary's bucket (top_p)
+  std::vector<double> bucket_mass_;                 // [4, 4096] mass per bucket, candidates j % 4 apart
   std::vector<double> block_mass_;                  // [vocab / 1024, rounded up] kept mass per block of ids
 };
 
