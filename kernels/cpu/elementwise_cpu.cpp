@@ -50,7 +50,7 @@ Bodies bodies(CpuIsa isa) {
   (void)isa;
   return {&generic::rmsnorm_row, &generic::silu_mul_span, &generic::exp_scaled_span, &generic::max_span,
           &generic::at_least_span, &generic::equal_u16_span, &generic::sum_f64_span,
-            &generic::buckets_span, &generic::zero_below_span};
+          &generic::buckets_span, &generic::zero_below_span};
 }
 
 }  // namespace
