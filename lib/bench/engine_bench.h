@@ -101,7 +101,8 @@ Table bench_step_products(const TrunkShape& t, int64_t vocab, DType weights, DTy
 // a 512 MiB array (ReadProbe: read_gbs, read4_gbs), then takes one untimed
 // and one timed decode step of a fresh stream (step_ms, at the deployment's
 // threads) and, with more than one thread, the same with one thread
-// (one_thread_ms, a second model built with threads 1). of_read is the
+// (one_thread_ms, a second model built with threads 1 over the same
+// weights). of_read is the
 // weights' bytes (every tensor as stored, each read once a step) over
 // step_ms, as a share of the larger read of its own pair: the roofline
 // "weight bytes per token / measured read bandwidth". over_one is
