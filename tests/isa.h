@@ -6,7 +6,7 @@
 // passed.
 #include <string>
 
-#include "cpu/isa.h"
+#include "kernels/cpu/isa.h"
 
 namespace mstar::test {
 

@@ -17,9 +17,9 @@
 
 #include "core/buffer.h"
 #include "core/errors.h"
-#include "cpu/attention_cpu.h"
+#include "kernels/cpu/attention_cpu.h"
 #include "isa.h"
-#include "rope.h"
+#include "kernels/rope.h"
 #include "support.h"
 
 using namespace mstar;

@@ -11,7 +11,7 @@
 #include <random>
 
 #include "core/dtype.h"
-#include "cuda/convert.h"
+#include "kernels/cuda/convert.h"
 
 using namespace mstar;
 

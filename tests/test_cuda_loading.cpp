@@ -9,7 +9,7 @@
 #include <string>
 
 #ifdef MSTAR_WITH_CUDA
-#include "cuda/cublas_api.h"
+#include "kernels/cuda/cublas_api.h"
 
 namespace {
 

@@ -3,7 +3,7 @@
 // measurement of that arithmetic and not of an emptied loop.
 #include <doctest/doctest.h>
 
-#include "cpu/peak_cpu.h"
+#include "kernels/cpu/peak_cpu.h"
 #include "isa.h"
 
 using namespace mstar::kernels;

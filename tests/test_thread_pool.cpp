@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "cpu/thread_pool.h"
+#include "kernels/cpu/thread_pool.h"
 
 using namespace mstar::kernels;
 

@@ -1,6 +1,6 @@
 // What the cpu backend's attention dispatchers share: the body per
 // instruction set and the per-thread scratch.
-#include "cpu/attention_cpu.h"
+#include "kernels/cpu/attention_cpu.h"
 
 namespace mstar::kernels {
 

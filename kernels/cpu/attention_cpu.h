@@ -2,10 +2,10 @@
 // Internal to the cpu backend: the per-ISA unit bodies and their scratch.
 #include <vector>
 
-#include "bounded_kv.h"
-#include "cpu/isa.h"
-#include "ring_kv.h"
-#include "rope.h"
+#include "kernels/bounded_kv.h"
+#include "kernels/cpu/isa.h"
+#include "kernels/ring_kv.h"
+#include "kernels/rope.h"
 
 namespace mstar::kernels {
 

@@ -1,15 +1,15 @@
 // The cpu backend's elementwise trunk ops: the per-ISA bodies spread over the
 // pool (rows for the norm, fixed spans for SwiGLU), and rope with each
 // token's angles computed once for all its heads.
-#include "cpu/elementwise_cpu.h"
+#include "kernels/cpu/elementwise_cpu.h"
 
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "core/errors.h"
-#include "cpu/thread_pool.h"
-#include "ops.h"
+#include "kernels/cpu/thread_pool.h"
+#include "kernels/ops.h"
 
 namespace mstar::kernels {
 

@@ -3,7 +3,7 @@
 // ops (elementwise_cpu.cpp spreads them over the pool).
 #include <cstdint>
 
-#include "cpu/isa.h"
+#include "kernels/cpu/isa.h"
 
 namespace mstar::kernels {
 

@@ -1,4 +1,4 @@
-#include "cpu/isa.h"
+#include "kernels/cpu/isa.h"
 
 #include <initializer_list>
 

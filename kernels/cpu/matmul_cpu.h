@@ -30,8 +30,8 @@
 // that measured faster).
 #include <cstdint>
 
-#include "cpu/isa.h"
-#include "ops.h"
+#include "kernels/cpu/isa.h"
+#include "kernels/ops.h"
 
 namespace mstar::kernels {
 

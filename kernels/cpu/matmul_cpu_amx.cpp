@@ -21,8 +21,8 @@
 #include <iterator>
 
 #include "core/errors.h"
-#include "cpu/matmul_cpu.h"
-#include "cpu/peak_cpu.h"
+#include "kernels/cpu/matmul_cpu.h"
+#include "kernels/cpu/peak_cpu.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -37,7 +37,7 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
-#include "cpu/transpose16.inc"
+#include "kernels/cpu/transpose16.inc"
 
 namespace mstar::kernels::amx_bf16 {
 

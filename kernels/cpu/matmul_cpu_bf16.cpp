@@ -14,7 +14,7 @@
 
 #include "core/dtype.h"
 #include "core/errors.h"
-#include "cpu/matmul_cpu.h"
+#include "kernels/cpu/matmul_cpu.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -27,7 +27,7 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
-#include "cpu/transpose16.inc"
+#include "kernels/cpu/transpose16.inc"
 
 namespace mstar::kernels::avx512_bf16 {
 

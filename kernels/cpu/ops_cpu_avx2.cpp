@@ -3,10 +3,10 @@
 // time (cpu_supports in isa.cpp): 8 f32 lanes, 16 registers.
 #include "core/dtype.h"
 #include "core/errors.h"
-#include "cpu/attention_cpu.h"
-#include "cpu/elementwise_cpu.h"
-#include "cpu/matmul_cpu.h"
-#include "cpu/peak_cpu.h"
+#include "kernels/cpu/attention_cpu.h"
+#include "kernels/cpu/elementwise_cpu.h"
+#include "kernels/cpu/matmul_cpu.h"
+#include "kernels/cpu/peak_cpu.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -19,11 +19,11 @@
 #endif
 #define MSTAR_CPU_AVX2 1
 #define MSTAR_CPU_ISA avx2
-#include "cpu/vec.inc"
-#include "cpu/matmul_cpu_impl.inc"
-#include "cpu/elementwise_cpu_impl.inc"
-#include "cpu/peak_cpu_impl.inc"
-#include "cpu/attention_cpu_impl.inc"
+#include "kernels/cpu/vec.inc"
+#include "kernels/cpu/matmul_cpu_impl.inc"
+#include "kernels/cpu/elementwise_cpu_impl.inc"
+#include "kernels/cpu/peak_cpu_impl.inc"
+#include "kernels/cpu/attention_cpu_impl.inc"
 #if defined(__clang__)
 #pragma clang attribute pop
 #endif

@@ -19,10 +19,10 @@
 // (matmul_cpu_bf16.cpp).
 #include "core/dtype.h"
 #include "core/errors.h"
-#include "cpu/attention_cpu.h"
-#include "cpu/elementwise_cpu.h"
-#include "cpu/matmul_cpu.h"
-#include "cpu/peak_cpu.h"
+#include "kernels/cpu/attention_cpu.h"
+#include "kernels/cpu/elementwise_cpu.h"
+#include "kernels/cpu/matmul_cpu.h"
+#include "kernels/cpu/peak_cpu.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -39,11 +39,11 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #define MSTAR_CPU_AVX512 1
 #define MSTAR_CPU_ISA avx512
-#include "cpu/vec.inc"
-#include "cpu/matmul_cpu_impl.inc"
-#include "cpu/elementwise_cpu_impl.inc"
-#include "cpu/peak_cpu_impl.inc"
-#include "cpu/attention_cpu_impl.inc"
+#include "kernels/cpu/vec.inc"
+#include "kernels/cpu/matmul_cpu_impl.inc"
+#include "kernels/cpu/elementwise_cpu_impl.inc"
+#include "kernels/cpu/peak_cpu_impl.inc"
+#include "kernels/cpu/attention_cpu_impl.inc"
 #if defined(__clang__)
 #pragma clang attribute pop
 #endif

@@ -2,7 +2,7 @@
 // backends: plain loops, memory bound, nothing to gain from a second copy.
 #include <cstring>
 
-#include "ops.h"
+#include "kernels/ops.h"
 
 namespace mstar::kernels {
 

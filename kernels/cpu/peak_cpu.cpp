@@ -1,6 +1,6 @@
 // The arithmetic ceiling's dispatch (peak_cpu.h), and the vdpbf16ps loop,
 // compiled for AVX512_BF16 here as matmul_cpu_bf16.cpp is.
-#include "cpu/peak_cpu.h"
+#include "kernels/cpu/peak_cpu.h"
 
 #include "core/errors.h"
 

@@ -7,7 +7,7 @@
 // each result waits out its latency.
 #include <cstdint>
 
-#include "cpu/isa.h"
+#include "kernels/cpu/isa.h"
 
 namespace mstar::kernels {
 

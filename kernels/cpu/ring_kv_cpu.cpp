@@ -2,8 +2,8 @@
 // the pool's threads, each reading only its row's visible runs; upsert is a copy
 // on the host, shared with the reference backend.
 #include "core/errors.h"
-#include "cpu/attention_cpu.h"
-#include "cpu/thread_pool.h"
+#include "kernels/cpu/attention_cpu.h"
+#include "kernels/cpu/thread_pool.h"
 
 namespace mstar::kernels {
 

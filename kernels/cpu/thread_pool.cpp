@@ -1,4 +1,4 @@
-#include "cpu/thread_pool.h"
+#include "kernels/cpu/thread_pool.h"
 
 #include <sched.h>
 

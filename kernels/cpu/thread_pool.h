@@ -18,20 +18,11 @@
 #include <memory>
 #include <type_traits>
 
+#include "kernels/parallel.h"
+
 namespace mstar::kernels {
 
-// Runs body(ctx, i, worker) for every i in [0, n) on up to `threads`
-// threads (the caller is worker 0; worker < threads). Returns when all are
-// done. One parallel_for at a time: calls from inside a body run inline.
-void parallel_for_raw(int threads, int64_t n, void* ctx, void (*body)(void*, int64_t, int));
-
-template <class F>
-void parallel_for(int threads, int64_t n, F&& f) {
-  using Fn = std::remove_reference_t<F>;
-  parallel_for_raw(threads, n, const_cast<void*>(static_cast<const void*>(&f)), [](void* c, int64_t i, int w) {
-    (*static_cast<Fn*>(c))(i, w);
-  });
-}
+// parallel_for (kernels/parallel.h) runs on this pool.
 
 // A job whose items a helper that loses its core inside one may leave
 // behind. Beside a busy neighbour the caller of an ordinary job waits at its

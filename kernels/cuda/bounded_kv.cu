@@ -47,8 +47,8 @@
 #include <string>
 
 #include "core/errors.h"
-#include "cuda/common.cuh"
-#include "cuda/cuda_ops.h"
+#include "kernels/cuda/common.cuh"
+#include "kernels/cuda/cuda_ops.h"
 
 namespace mstar::kernels {
 

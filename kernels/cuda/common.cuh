@@ -10,8 +10,8 @@
 #include <cstdint>
 
 #include "core/dtype.h"
-#include "cuda/convert.h"
-#include "cuda/cublas_api.h"
+#include "kernels/cuda/convert.h"
+#include "kernels/cuda/cublas_api.h"
 
 namespace mstar::kernels::cuda_detail {
 

@@ -1,4 +1,4 @@
-#include "cuda/cublas_api.h"
+#include "kernels/cuda/cublas_api.h"
 
 #include <dlfcn.h>
 

@@ -3,9 +3,9 @@
 // structs as every backend (defined in kernels/cuda/*.cu, built only where
 // nvcc was found). Each enqueues on the backend's stream; pointers are device
 // memory.
-#include "bounded_kv.h"
-#include "ops.h"
-#include "ring_kv.h"
+#include "kernels/bounded_kv.h"
+#include "kernels/ops.h"
+#include "kernels/ring_kv.h"
 
 namespace mstar::kernels {
 

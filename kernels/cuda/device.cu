@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "cuda/common.cuh"
-#include "cuda/device.h"
+#include "kernels/cuda/common.cuh"
+#include "kernels/cuda/device.h"
 
 namespace mstar::kernels {
 

@@ -28,8 +28,8 @@
 #include <string>
 
 #include "core/errors.h"
-#include "cuda/common.cuh"
-#include "cuda/cuda_ops.h"
+#include "kernels/cuda/common.cuh"
+#include "kernels/cuda/cuda_ops.h"
 
 namespace mstar::kernels {
 

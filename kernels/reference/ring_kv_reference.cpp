@@ -4,7 +4,7 @@
 #include <cmath>
 #include <vector>
 
-#include "ring_kv.h"
+#include "kernels/ring_kv.h"
 
 namespace mstar::kernels {
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/errors.h"
-#include "cpu/peak_cpu.h"
+#include "kernels/cpu/peak_cpu.h"
 
 namespace mstar::bench {
 

@@ -6,7 +6,7 @@
 // busy is measured, not taken from a data sheet.
 #include <string>
 
-#include "cpu/peak_cpu.h"
+#include "kernels/cpu/peak_cpu.h"
 
 namespace mstar::bench {
 

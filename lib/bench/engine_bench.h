@@ -10,7 +10,7 @@
 #include "bench/report.h"
 #include "models/architecture.h"
 #include "config/deployment.h"
-#include "backend.h"
+#include "kernels/backend.h"
 #include "engine/stats.h"
 
 namespace mstar::bench {

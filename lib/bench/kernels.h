@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "backend.h"
+#include "kernels/backend.h"
 #include "core/dtype.h"
 
 namespace mstar::bench {

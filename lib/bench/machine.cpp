@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "cpu/isa.h"
+#include "kernels/cpu/isa.h"
 
 namespace mstar::bench {
 

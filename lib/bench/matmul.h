@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "core/dtype.h"
-#include "cpu/peak_cpu.h"
+#include "kernels/cpu/peak_cpu.h"
 
 namespace mstar::bench {
 

@@ -8,11 +8,11 @@
 
 #include <omp.h>
 
-#include "backend.h"
+#include "kernels/backend.h"
 #include "core/buffer.h"
 #include "core/errors.h"
 #ifdef MSTAR_WITH_CUDA
-#include "cuda/device.h"
+#include "kernels/cuda/device.h"
 #endif
 
 namespace mstar::bench {

@@ -4,7 +4,7 @@
 #include <chrono>
 #include <vector>
 
-#include "backend.h"
+#include "kernels/backend.h"
 
 namespace mstar::bench {
 

@@ -22,7 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "backend.h"
+#include "kernels/backend.h"
 #include "config/diagnostics.h"
 #include "config/manifest.h"
 #include "config/yaml_read.h"

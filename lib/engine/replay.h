@@ -4,7 +4,7 @@
 // docs/replay-format.md.
 #include <nlohmann/json.hpp>
 
-#include "backend.h"
+#include "kernels/backend.h"
 
 namespace mstar {
 

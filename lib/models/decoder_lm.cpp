@@ -5,8 +5,8 @@
 #include <fmt/format.h>
 
 #include "core/errors.h"
-#include "ops.h"
-#include "rope.h"
+#include "kernels/ops.h"
+#include "kernels/rope.h"
 
 namespace mstar {
 

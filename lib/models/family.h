@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "backend.h"
+#include "kernels/backend.h"
 #include "core/field_source.h"
 #include "models/architecture.h"
 #include "models/model.h"

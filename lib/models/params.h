@@ -9,7 +9,7 @@
 #include <string>
 #include <utility>
 
-#include "backend.h"
+#include "kernels/backend.h"
 #include "core/allocator.h"
 #include "models/weights.h"
 

@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 
 #include "core/errors.h"
-#include "ops.h"
+#include "kernels/ops.h"
 
 namespace mstar {
 

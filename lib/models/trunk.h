@@ -11,8 +11,8 @@
 #include <utility>
 #include <vector>
 
-#include "backend.h"
-#include "ops.h"
+#include "kernels/backend.h"
+#include "kernels/ops.h"
 #include "models/architecture.h"
 #include "models/family.h"
 #include "models/params.h"

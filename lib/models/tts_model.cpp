@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/errors.h"
-#include "rope.h"
+#include "kernels/rope.h"
 
 namespace mstar {
 

@@ -18,11 +18,11 @@
 #include <string>
 #include <vector>
 
-#include "backend.h"
+#include "kernels/backend.h"
 #include "core/buffer.h"
 #include "core/dtype.h"
 #include "models/tensors.h"
-#include "weight_layout.h"
+#include "kernels/weight_layout.h"
 
 namespace mstar {
 

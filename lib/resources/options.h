@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "backend.h"
+#include "kernels/backend.h"
 #include "core/errors.h"
 #include "core/files.h"
 #include "core/machine_memory.h"

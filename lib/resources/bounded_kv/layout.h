@@ -5,7 +5,7 @@
 // directly (tests/test_bounded_layout.cpp).
 #include <cstdint>
 
-#include "bounded_kv.h"
+#include "kernels/bounded_kv.h"
 #include "resources/bounded_kv/config.h"
 
 namespace mstar {

@@ -8,7 +8,7 @@
 #include <span>
 #include <vector>
 
-#include "bounded_kv.h"
+#include "kernels/bounded_kv.h"
 #include "core/allocator.h"
 #include "core/buffer.h"
 #include "resources/bounded_kv/book.h"

@@ -12,7 +12,7 @@
 #include "resources/resource.h"
 #include "resources/ring_kv/config.h"
 #include "resources/slot_pool.h"
-#include "ring_kv.h"
+#include "kernels/ring_kv.h"
 
 namespace mstar {
 

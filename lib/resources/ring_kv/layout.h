@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "resources/ring_kv/config.h"
-#include "ring_kv.h"
+#include "kernels/ring_kv.h"
 
 namespace mstar {
 

@@ -12,7 +12,7 @@
 #include "resources/ring_kv/book.h"
 #include "resources/ring_kv/config.h"
 #include "resources/staging.h"
-#include "ring_kv.h"
+#include "kernels/ring_kv.h"
 
 namespace mstar {
 
