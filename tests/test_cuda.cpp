@@ -37,16 +37,16 @@
 #include <string_view>
 #include <vector>
 
-#include "backend.h"
-#include "bounded_kv.h"
+#include "kernels/backend.h"
+#include "kernels/bounded_kv.h"
 #include "core/allocator.h"
 #include "core/dtype.h"
 #include "deployments.h"
 #include "engine/engine.h"
 #include "engine/program.h"
-#include "ops.h"
-#include "ring_kv.h"
-#include "rope.h"
+#include "kernels/ops.h"
+#include "kernels/ring_kv.h"
+#include "kernels/rope.h"
 #include "support.h"
 
 using namespace mstar;
@@ -76,7 +76,7 @@ std::vector<T> download(const DeviceBuffer& b, std::size_t n) {
 
 // Random values stored in dtype dt: bytes.
 std::vector<unsigned char> random_kv(test::Rng& rng, DType dt, int64_t count) {
-  std::vector<unsigned char> b(static_cast<std::size_t>(count) * dtype_size(dt));
+  std::vector<unsigned char> b(row_bytes(dt, count));
   for (int64_t i = 0; i < count; ++i) store_from_f32(b.data(), dt, static_cast<std::size_t>(i), rng.normal());
   return b;
 }
@@ -163,7 +163,7 @@ BoundedAttentionParams params_of(const Scene& s, const SceneData& d) {
 
 std::vector<BoundedRowAddress> addresses(const Scene& s, const SceneData& d, unsigned char* pool, unsigned char* sources) {
   std::vector<BoundedRowAddress> a;
-  const int64_t es = static_cast<int64_t>(dtype_size(s.dt));
+  const int64_t es = static_cast<int64_t>(row_bytes(s.dt, 1));
   for (size_t r = 0; r < s.rows.size(); ++r) {
     BoundedRowAddress x;
     x.slot = pool + static_cast<int64_t>(r) * s.H * s.slot_tokens * 2 * s.D * es;
@@ -446,7 +446,7 @@ TEST_CASE("cuda bounded store and commit: byte for byte as the host, every dtype
       const int64_t kv_ts = H * D + 2;
       const std::vector<float> k = rng.normals(static_cast<size_t>(kv_indptr.back() * kv_ts));
       const std::vector<float> v = rng.normals(static_cast<size_t>(kv_indptr.back() * kv_ts));
-      const int64_t es = static_cast<int64_t>(dtype_size(dt));
+      const int64_t es = static_cast<int64_t>(row_bytes(dt, 1));
       auto address_of = [&](unsigned char* base) {
         std::vector<BoundedRowAddress> a(rows);
         for (int32_t r = 0; r < rows; ++r) {
@@ -515,7 +515,7 @@ TEST_CASE("cuda bounded store: a source prefill (scratch_start 0, one write rang
     table[0].slot = 0;
     table[0].writes[0] = {0, 1, 0, len};
     const std::vector<int32_t> indptr{0, len};
-    std::vector<unsigned char> host(static_cast<size_t>(H * len * 2 * D) * dtype_size(dt));
+    std::vector<unsigned char> host(row_bytes(dt, H * len * 2 * D));
     std::vector<BoundedRowAddress> ha{{host.data(), nullptr, static_cast<int64_t>(len) * 2 * D, 0}};
     BoundedStoreParams p;
     p.rows = 1;

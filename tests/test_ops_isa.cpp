@@ -11,11 +11,11 @@
 #include <vector>
 
 #include "core/dtype.h"
-#include "cpu/elementwise_cpu.h"
-#include "cpu/isa.h"
-#include "cpu/matmul_cpu.h"
+#include "kernels/cpu/elementwise_cpu.h"
+#include "kernels/cpu/isa.h"
+#include "kernels/cpu/matmul_cpu.h"
 #include "isa.h"
-#include "ops.h"
+#include "kernels/ops.h"
 #include "support.h"
 
 using namespace mstar;
@@ -25,7 +25,7 @@ namespace {
 
 // Weights rounded to the dtype, stored as it would be in a checkpoint.
 std::vector<unsigned char> stored(const std::vector<float>& w, DType dt) {
-  std::vector<unsigned char> bytes(w.size() * dtype_size(dt));
+  std::vector<unsigned char> bytes(row_bytes(dt, static_cast<int64_t>(w.size())));
   for (size_t i = 0; i < w.size(); ++i) store_from_f32(bytes.data(), dt, i, w[i]);
   return bytes;
 }

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "core/errors.h"
-#include "cpu/attention_cpu.h"
-#include "cpu/thread_pool.h"
+#include "kernels/cpu/attention_cpu.h"
+#include "kernels/cpu/thread_pool.h"
 
 namespace mstar::kernels {
 
@@ -50,7 +50,7 @@ void bounded_attention_cpu_isa(const BoundedAttentionParams& p, CpuIsa isa) {
 
 void bounded_store_host(const BoundedStoreParams& p) {
   const int32_t D = p.head_dim;
-  const auto es = static_cast<int64_t>(dtype_size(p.kv_dtype));
+  const auto es = static_cast<int64_t>(row_bytes(p.kv_dtype, 1));
   const int64_t units = static_cast<int64_t>(p.rows) * p.num_kv_heads;
   parallel_for(p.threads, units, [&](int64_t u, int) {
     const auto r = static_cast<int32_t>(u / p.num_kv_heads), h = static_cast<int32_t>(u % p.num_kv_heads);
@@ -75,7 +75,7 @@ void bounded_store_host(const BoundedStoreParams& p) {
 
 void bounded_commit_host(const BoundedCommitParams& p) {
   const int32_t D = p.head_dim;
-  const auto es = static_cast<int64_t>(dtype_size(p.kv_dtype));
+  const auto es = static_cast<int64_t>(row_bytes(p.kv_dtype, 1));
   const int64_t units = static_cast<int64_t>(p.rows) * p.num_kv_heads;
   parallel_for(p.threads, units, [&](int64_t u, int) {
     const auto r = static_cast<int32_t>(u / p.num_kv_heads), h = static_cast<int32_t>(u % p.num_kv_heads);

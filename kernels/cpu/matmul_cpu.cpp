@@ -2,7 +2,7 @@
 // many, pair panels for any (matmul_cpu.h says why), all spread over the
 // pool's threads by output columns, so every thread reads a disjoint share
 // of the weights.
-#include "cpu/matmul_cpu.h"
+#include "kernels/cpu/matmul_cpu.h"
 
 #include <algorithm>
 #include <mutex>
@@ -10,7 +10,7 @@
 
 #include "core/dtype.h"
 #include "core/errors.h"
-#include "cpu/thread_pool.h"
+#include "kernels/cpu/thread_pool.h"
 
 namespace mstar::kernels {
 
@@ -188,7 +188,7 @@ void run_panels(PanelJob& j, int threads) {
     // The panel's columns as a product of their own, into t_aside.
     MatmulParams a = q.p;
     const int64_t o0 = (i - q.first) * q.cols, n = std::min(q.cols, a.out - o0);
-    a.w = static_cast<const char*>(a.w) + o0 * a.in * static_cast<int64_t>(dtype_size(a.w_dtype));
+    a.w = static_cast<const char*>(a.w) + static_cast<int64_t>(row_bytes(a.w_dtype, o0 * a.in));
     if (a.bias) a.bias += o0;
     a.out = n;
     t_aside.resize(static_cast<size_t>(a.rows * q.cols));

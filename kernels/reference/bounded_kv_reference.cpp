@@ -4,8 +4,8 @@
 #include <cmath>
 #include <vector>
 
-#include "bounded_kv.h"
-#include "rope.h"
+#include "kernels/bounded_kv.h"
+#include "kernels/rope.h"
 
 namespace mstar::kernels {
 
@@ -14,7 +14,7 @@ namespace {
 // Stored entry `token` of head `h` in a [H, tokens, 2D] block.
 const void* stored(const void* base, int64_t head_stride, int32_t h, int64_t token, int32_t D, DType dt) {
   const auto* bytes = static_cast<const unsigned char*>(base);
-  return bytes + (h * head_stride + token * 2 * D) * static_cast<int64_t>(dtype_size(dt));
+  return bytes + (h * head_stride + token * 2 * D) * static_cast<int64_t>(row_bytes(dt, 1));
 }
 
 }  // namespace

@@ -18,8 +18,8 @@
 #include "bench/neighbours.h"
 #include "bench/step_flops.h"
 #include "core/errors.h"
-#include "cpu/isa.h"
-#include "cpu/matmul_cpu.h"
+#include "kernels/cpu/isa.h"
+#include "kernels/cpu/matmul_cpu.h"
 #include "engine/engine.h"
 #include "engine/run.h"
 #include "models/safetensors.h"
@@ -459,7 +459,7 @@ std::vector<StreamPoint> bench_stream(const ResolvedDeployment& d, std::vector<i
   const int64_t chunk = bspec.config.query_window.value_or(256);
   full_spec.config.query_window = chunk;
   const int64_t bytes_per_entry = bspec.config.num_layers * bspec.config.rows_per_request * bspec.config.num_heads * 2 *
-                                  bspec.config.head_dim * static_cast<int64_t>(dtype_size(bspec.config.dtype));
+                                  bspec.config.head_dim * static_cast<int64_t>(row_bytes(bspec.config.dtype, 1));
 
   const int64_t rows = bspec.config.rows_per_request;
   Stream bounded(bspec, options), full(full_spec, options);

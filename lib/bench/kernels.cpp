@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "bounded_kv.h"
+#include "kernels/bounded_kv.h"
 #include "core/allocator.h"
 #include "core/checked.h"
 #include "core/errors.h"
@@ -28,12 +28,11 @@ void fill_random(Allocator& alloc, void* dst, DType dtype, int64_t count, uint64
   std::vector<float> block(4096);
   for (auto& x : block) x = n(g);
   constexpr int64_t kChunk = 1 << 20;
-  std::vector<unsigned char> host(static_cast<size_t>(kChunk) * dtype_size(dtype));
+  std::vector<unsigned char> host(row_bytes(dtype, kChunk));
   for (int64_t at = 0; at < count; at += kChunk) {
     const int64_t len = std::min(kChunk, count - at);
     for (int64_t i = 0; i < len; ++i) store_from_f32(host.data(), dtype, static_cast<size_t>(i), block[static_cast<size_t>((at + i) % 4096)]);
-    alloc.copy_from_host(static_cast<unsigned char*>(dst) + at * static_cast<int64_t>(dtype_size(dtype)), host.data(),
-                         static_cast<size_t>(len) * dtype_size(dtype));
+    alloc.copy_from_host(static_cast<unsigned char*>(dst) + row_bytes(dtype, at), host.data(), row_bytes(dtype, len));
   }
 }
 
@@ -57,7 +56,7 @@ void time_into(const std::vector<double>& us, KernelResult& r) {
 KernelResult bench_bounded(const KernelShape& s, Backend backend, bool cold, int repeats, int64_t llc) {
   KernelResult r{s, backend, cold};
   Allocator& alloc = allocator_for(backend);
-  const int64_t D = s.head_dim, H = s.kv_heads, es = static_cast<int64_t>(dtype_size(s.dtype));
+  const int64_t D = s.head_dim, H = s.kv_heads, es = static_cast<int64_t>(row_bytes(s.dtype, 1));
   const int64_t read = s.sink + s.kv_len;
   const int64_t slot_tokens = read + s.q_tokens;  // room for the step's writes after the read ranges
   const int64_t slot_bytes = H * slot_tokens * 2 * D * es;
@@ -121,7 +120,7 @@ KernelResult bench_bounded(const KernelShape& s, Backend backend, bool cold, int
 KernelResult bench_ring(const KernelShape& s, Backend backend, bool cold, int repeats, int64_t llc) {
   KernelResult r{s, backend, cold};
   Allocator& alloc = allocator_for(backend);
-  const int64_t D = s.head_dim, H = s.kv_heads, T = s.q_tokens, es = static_cast<int64_t>(dtype_size(s.dtype));
+  const int64_t D = s.head_dim, H = s.kv_heads, T = s.q_tokens, es = static_cast<int64_t>(row_bytes(s.dtype, 1));
   const int64_t frames = std::max<int64_t>(1, s.kv_len / T);
   const int64_t session_bytes = 2 * H * (frames + 1) * T * D * es;
   int64_t sessions = s.batch;
@@ -215,7 +214,7 @@ void check_kernel_shape(const KernelShape& s, Backend backend) {
     throw ConfigError(fmt::format("{}: --batch x --q-tokens passes the kernels' int32 row counts", shape));
   // What the benchmark allocates (the hot pool, its queries, keys, values and
   // outputs in f32), before allocating it.
-  const int64_t es = static_cast<int64_t>(dtype_size(s.dtype));
+  const int64_t es = static_cast<int64_t>(row_bytes(s.dtype, 1));
   const auto kv = s.kind == "ring" ? checked_product({s.batch + 1, 2, s.kv_heads, *tokens, s.head_dim, es})
                                    : checked_product({s.batch, s.kv_heads, *tokens, 2, s.head_dim, es});
   const auto io = checked_product({s.batch, s.q_tokens, 2 * s.q_heads + 2 * s.kv_heads, s.head_dim, 4});

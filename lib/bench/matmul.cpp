@@ -11,8 +11,8 @@
 #include "core/buffer.h"
 #include "core/checked.h"
 #include "core/errors.h"
-#include "cpu/matmul_cpu.h"
-#include "ops.h"
+#include "kernels/cpu/matmul_cpu.h"
+#include "kernels/ops.h"
 #include "resources/options.h"
 
 namespace mstar::bench {
@@ -30,7 +30,7 @@ namespace {
 // Cold calls rotate over copies of the weights, together at least four
 // times the last-level cache.
 int64_t weight_copies(const MatmulShape& s, bool cold, int64_t llc_bytes) {
-  const int64_t wbytes = s.in * s.out * static_cast<int64_t>(dtype_size(s.dtype));
+  const auto wbytes = static_cast<int64_t>(row_bytes(s.dtype, s.in * s.out));
   return cold ? std::max<int64_t>(2, (4 * llc_bytes + wbytes - 1) / wbytes) : 1;
 }
 
@@ -53,7 +53,7 @@ void check_matmul_shape(const MatmulShape& s, bool cold, int64_t llc_bytes, cons
   // (and their f32 widening when OpenBLAS is timed), x, y and x rounded in
   // f32, and each thread's packed block (no path's task is wider than
   // kernels::kPanelCols columns).
-  const int64_t es = static_cast<int64_t>(dtype_size(s.dtype));
+  const int64_t es = static_cast<int64_t>(row_bytes(s.dtype, 1));
   const int64_t wide = times_openblas(methods) ? 4 : 0;
   uint64_t bytes = UINT64_MAX;
   if (checked_product({s.in, s.out, es}, uint64_t{1} << 62)) {  // weight_copies' arithmetic fits
@@ -71,7 +71,7 @@ std::vector<MatmulResult> bench_matmul(const MatmulShape& s, bool cold, int repe
     MSTAR_ASSERT(std::find(matmul_methods().begin(), matmul_methods().end(), m) != matmul_methods().end(),
                  "bench_matmul: an unknown method");
   check_matmul_shape(s, cold, llc_bytes, methods);
-  const int64_t wbytes = s.in * s.out * static_cast<int64_t>(dtype_size(s.dtype));
+  const auto wbytes = static_cast<int64_t>(row_bytes(s.dtype, s.in * s.out));
   const int64_t copies = weight_copies(s, cold, llc_bytes);
   std::mt19937_64 g(7);
   std::normal_distribution<float> n;

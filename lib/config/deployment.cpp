@@ -168,7 +168,7 @@ void check_memory(const Deployment& d, const ModelManifest& m, const std::option
         for (const auto& [name, tokens] : d.workload["voices"].items())
           add(bytes, checked_product({c.num_layers, c.rows_per_request, c.num_heads,
                                       static_cast<int64_t>(tokens.size()), 2, c.head_dim,
-                                      static_cast<int64_t>(dtype_size(c.dtype))})
+                                      static_cast<int64_t>(row_bytes(c.dtype, 1))})
                          .value_or(UINT64_MAX));
       knob = fmt::format("max_slots {}", c.max_slots);
     } else {
@@ -219,8 +219,8 @@ std::optional<ResolvedDeployment> resolve_deployment(const std::filesystem::path
   if (const YAML::Node* n = top->find("activations")) {
     DType t{};
     if (read_yaml(*n, ctx, "activations", t)) {
-      if (t == DType::f16)
-        ctx.error(*n, "activations: f16 is not offered (f32 or bf16)");
+      if (t != DType::f32 && t != DType::bf16)
+        ctx.error(*n, fmt::format("activations: {} is not offered (f32 or bf16)", to_string(t)));
       else if (t == DType::bf16 && d.backend == Backend::cuda)
         ctx.error(*n, "activations: bf16 runs on the cpu and reference backends, not on cuda");
       else

@@ -175,17 +175,22 @@ void check_weights(const YAML::Node& at, YamlContext& ctx, ModelManifest& m, con
       continue;
     }
     const SafetensorsEntry& e = it->second.first;
-    const std::optional<DType> dt = find_dtype(e.dtype);
+    const std::optional<DType> dt = find_safetensors_dtype(e.dtype);
+    const int64_t row = t.shape.empty() ? 1 : t.shape.back();
     if (want_dtype && e.dtype != *want_dtype)
       ctx.error(at, fmt::format("{}: tensor '{}' is {} but weights.dtype says {}", label, t.name, e.dtype, *want_dtype));
-    else if (!dt || e.dtype != safetensors_name(*dt))
-      ctx.error(at, fmt::format("{}: tensor '{}' has dtype {} (expected F32, F16 or BF16)", label, t.name, e.dtype));
+    else if (!dt)
+      ctx.error(at, fmt::format("{}: tensor '{}' has dtype {} (expected {})", label, t.name, e.dtype,
+                                safetensors_names()));
     else if (e.shape != t.shape)
       ctx.error(at, fmt::format("{}: tensor '{}' has shape [{}] but the architecture needs [{}]", label, t.name,
                                 fmt::join(e.shape, ", "), fmt::join(t.shape, ", ")));
-    else if (e.end - e.begin != static_cast<uint64_t>(t.numel()) * dtype_size(*dt))
+    else if (!fits_blocks(*dt, row))
+      ctx.error(at, fmt::format("{}: tensor '{}' is {}, whose blocks of {} do not divide its rows of {}", label,
+                                t.name, to_string(*dt), dtype_traits(*dt).block, row));
+    else if (e.end - e.begin != static_cast<uint64_t>(row_bytes(*dt, t.numel())))
       ctx.error(at, fmt::format("{}: tensor '{}' holds {} bytes, not the {} its shape needs", label, t.name,
-                                e.end - e.begin, static_cast<uint64_t>(t.numel()) * dtype_size(*dt)));
+                                e.end - e.begin, static_cast<uint64_t>(row_bytes(*dt, t.numel()))));
     else
       m.weights_bytes += e.end - e.begin;
   }
@@ -287,8 +292,14 @@ std::optional<ModelManifest> load_manifest(const std::filesystem::path& path, co
         } else if (has_file && m.arch) {
           check_weights((*n)["file"], ctx, m, "weights.file");
         } else if (m.arch) {
-          for (const TensorSpec& t : m.arch->tensors())
-            m.weights_bytes += static_cast<std::size_t>(t.numel()) * dtype_size(m.weights.dtype);
+          for (const TensorSpec& t : m.arch->tensors()) {
+            const int64_t row = t.shape.empty() ? 1 : t.shape.back();
+            if (fits_blocks(m.weights.dtype, row))
+              m.weights_bytes += row_bytes(m.weights.dtype, t.numel());
+            else
+              ctx.error(*n, fmt::format("weights.dtype: {}'s blocks of {} do not divide tensor '{}''s rows of {}",
+                                        to_string(m.weights.dtype), dtype_traits(m.weights.dtype).block, t.name, row));
+          }
         }
       }
     }

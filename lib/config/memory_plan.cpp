@@ -27,9 +27,8 @@ json bounded_json(const BoundedKVSpec& s, const json& workload) {
   std::size_t sources = 0;
   if (workload.contains("voices"))
     for (const auto& [name, tokens] : workload["voices"].items())
-      sources += static_cast<std::size_t>(c.num_layers * c.rows_per_request * c.num_heads *
-                                          static_cast<int64_t>(tokens.size()) * 2 * c.head_dim) *
-                 dtype_size(c.dtype);
+      sources += row_bytes(c.dtype, c.num_layers * c.rows_per_request * c.num_heads *
+                                        static_cast<int64_t>(tokens.size()) * 2 * c.head_dim);
   return json{{"resource_key", s.resource_key},
               {"type", "bounded_kv"},
               {"layers", c.num_layers},

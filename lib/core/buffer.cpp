@@ -16,7 +16,7 @@ TensorView f32_view(float* data, Shape shape) {
 void HostBuffer::Free::operator()(void* p) const { free_host(p, bytes); }
 
 HostBuffer::HostBuffer(DType dtype, Shape shape)
-    : dtype_(dtype), shape_(shape), bytes_(static_cast<std::size_t>(shape.numel()) * dtype_size(dtype)) {
+    : dtype_(dtype), shape_(shape), bytes_(row_bytes(dtype, shape.numel())) {
   if (bytes_ == 0) return;
   data_ = std::unique_ptr<void, Free>(allocate_host(bytes_), Free{bytes_});
 }

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 // fmt 9's headers do not survive nvcc in C++20 mode (the host compiler
 // rejects constexpr functions in nvcc's rewritten source), and the CUDA
@@ -17,11 +18,46 @@
 
 namespace mstar {
 
+// An element type, by its row in the traits table (dtype_traits). The three
+// below are built in; register_dtype adds a row (a block-quantised type, say)
+// and returns the DType naming it, so a new type is one row and its bodies.
 enum class DType : uint8_t { f32, f16, bf16 };
 
-constexpr std::size_t dtype_size(DType t) { return t == DType::f32 ? 4 : 2; }
+// One row of the table, as ggml's type traits: a type stores `block`
+// elements together in `block_bytes` bytes (1 element and its size for the
+// floats; 32 or 256 weights sharing a scale for a quantised type).
+struct DTypeTraits {
+  std::string_view name;         // mstar's spelling, also how messages name it ("bf16")
+  std::string_view torch;        // PyTorch's (Hugging Face's torch_dtype), "" for none
+  std::string_view safetensors;  // a safetensors header's, "" for none
+  int64_t block = 1;             // elements stored together
+  int64_t block_bytes = 0;       // bytes of one block
+  // n elements (a multiple of block) to f32; every type has it.
+  void (*to_f32)(const void* src, float* dst, int64_t n) = nullptr;
+  // n f32 values (a multiple of block) into the type, rounded as the type
+  // defines; null for a type nothing is converted into.
+  void (*from_f32)(const float* src, void* dst, int64_t n) = nullptr;
+};
+
+// The row of t. t must name a row (a built-in type, or one register_dtype returned).
+const DTypeTraits& dtype_traits(DType t);
+// Adds a row and returns its DType. Throws ConfigError when a spelling is
+// taken, block or block_bytes is not positive, to_f32 is missing, or the
+// table is full. Call it before the type is used; rows are never removed.
+DType register_dtype(const DTypeTraits& t);
+// Every type in the table, built in first.
+std::vector<DType> all_dtypes();
+
+// Bytes of n elements of t; n a multiple of t's block (fits_blocks).
+std::size_t row_bytes(DType t, int64_t n);
+// Whether a row of n elements is whole blocks of t.
+bool fits_blocks(DType t, int64_t n);
+// Whether t stores each element on its own (block 1): what an op that reads
+// or writes single elements (KV caches, activations) can take.
+bool is_element_type(DType t);
+
 std::string_view to_string(DType t);
-// The one dtype parser. It takes every spelling mstar meets: its own (f32,
+// The one dtype parser. It takes every spelling in the table: mstar's (f32,
 // f16, bf16), PyTorch's (float32, float16, bfloat16: Hugging Face's
 // torch_dtype) and safetensors' (F32, F16, BF16). Throws ConfigError naming
 // `what` and the text when it is none of them.
@@ -29,8 +65,16 @@ DType parse_dtype(std::string_view text, std::string_view what = "dtype");
 // nullopt when the text is no spelling of a dtype (callers that report the
 // problem themselves, with a place).
 std::optional<DType> find_dtype(std::string_view text);
+// The type a safetensors header's spelling names, nullopt for none.
+std::optional<DType> find_safetensors_dtype(std::string_view text);
 // The name safetensors headers use ("F32", "F16", "BF16").
 std::string_view safetensors_name(DType t);
+// The safetensors spellings of every type that has one, for messages ("F32, F16 or BF16").
+std::string safetensors_names();
+
+// Converts n elements of src (dtype from) into dst (dtype to) through f32,
+// a block at a time: n a multiple of both blocks, `to` a type with from_f32.
+void convert(const void* src, DType from, void* dst, DType to, int64_t n);
 
 // IEEE binary16 via the compiler's _Float16 (GCC 12 on x86-64 lowers it to
 // F16C instructions where the target has them, a libgcc routine otherwise).
@@ -70,12 +114,14 @@ inline uint16_t f32_to_bf16(float x) {
   return static_cast<uint16_t>(u >> 16);
 }
 
-// The first of n elements of dtype t whose exponent bits are all ones (an
-// infinity or a NaN), by bits, so a scan of gigabytes stays a pass over
-// memory; none: nullopt.
+// The first of n elements of dtype t (n a multiple of its block) that is an
+// infinity or a NaN, none: nullopt. The built-in types are scanned by bits,
+// so a scan of gigabytes stays a pass over memory; others are converted to
+// f32 a run of blocks at a time.
 std::optional<std::size_t> first_non_finite(const void* data, DType t, std::size_t n);
 
-// Reads element i of a buffer of dtype t as f32.
+// Reads element i of a buffer of built-in dtype t as f32 (single elements:
+// the KV caches and the reference kernels' inner loops).
 inline float load_as_f32(const void* base, DType t, std::size_t i) {
   switch (t) {
     case DType::f32: return static_cast<const float*>(base)[i];

@@ -91,7 +91,7 @@ uint64_t check_sections(const json& layers, const ResourceSpec& spec, const std:
     if (!same || f.string("dtype") != to_string(dt))
       throw InputError(fmt::format("{}.layers[{}]: {} {}, but this resource keeps {} {}", where, l, f.string("dtype"),
                                    json_excerpt(shape), to_string(dt), want[l]));
-    const auto bytes = static_cast<uint64_t>(want[l].numel()) * dtype_size(dt);
+    const auto bytes = static_cast<uint64_t>(row_bytes(dt, want[l].numel()));
     if (f.integer("bytes", 0, INT64_MAX) != static_cast<int64_t>(bytes))
       throw InputError(fmt::format("{}.layers[{}]: {} bytes for a section of {}", where, l, f.integer("bytes", 0, INT64_MAX),
                                    bytes));
@@ -169,7 +169,7 @@ Fingerprints fingerprints(const ResolvedDeployment& d) {
 std::size_t max_snapshot_bytes(const std::vector<ResourceSpec>& specs) {
   std::size_t total = kPrefix + kMaxSnapshotHeaderBytes + kChecksum;
   for (const ResourceSpec& spec : specs)
-    for (const Shape& s : section_shapes(spec)) total += static_cast<std::size_t>(s.numel()) * dtype_size(dtype_of(spec));
+    for (const Shape& s : section_shapes(spec)) total += row_bytes(dtype_of(spec), s.numel());
   return total;
 }
 

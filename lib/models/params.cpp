@@ -18,15 +18,16 @@ const void* ModelParams::get(const std::string& name, DType dtype) {
   auto key = std::make_pair(name, dtype);
   auto it = held_.find(key);
   if (it != held_.end()) return it->second.data();
-  const auto n = static_cast<std::size_t>(t.bytes / dtype_size(t.dtype));
+  int64_t n = 1;
+  for (int64_t d : t.shape) n *= d;
   std::vector<unsigned char> rows, converted;
   const void* src = row_major(t, rows);
   if (t.dtype != dtype) {
-    converted.resize(n * dtype_size(dtype));
-    for (std::size_t i = 0; i < n; ++i) store_from_f32(converted.data(), dtype, i, load_as_f32(src, t.dtype, i));
+    converted.resize(row_bytes(dtype, n));
+    convert(src, t.dtype, converted.data(), dtype, n);
     src = converted.data();
   }
-  DeviceBuffer b(alloc_, n * dtype_size(dtype));
+  DeviceBuffer b(alloc_, row_bytes(dtype, n));
   alloc_.copy_from_host(b.data(), src, b.bytes());
   return held_.emplace(key, std::move(b)).first->second.data();
 }

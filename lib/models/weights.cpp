@@ -120,13 +120,18 @@ Weights Weights::load(const std::vector<std::filesystem::path>& files, const std
     if (it == found.end()) throw InputError(fmt::format("{}: tensor '{}' is missing", where, t.name));
     const std::string& file = files[it->second.file].string();
     const SafetensorsEntry& e = it->second.entry;
-    const std::optional<DType> dt = find_dtype(e.dtype);
-    if (!dt || e.dtype != safetensors_name(*dt))
-      throw InputError(fmt::format("{}: tensor '{}' has dtype {} (expected F32, F16 or BF16)", file, t.name, e.dtype));
+    const std::optional<DType> dt = find_safetensors_dtype(e.dtype);
+    if (!dt)
+      throw InputError(fmt::format("{}: tensor '{}' has dtype {} (expected {})", file, t.name, e.dtype,
+                                   safetensors_names()));
     if (e.shape != t.shape)
       throw InputError(fmt::format("{}: tensor '{}' has shape [{}], expected [{}]", file, t.name,
                                    fmt::join(e.shape, ", "), fmt::join(t.shape, ", ")));
-    const uint64_t want = static_cast<uint64_t>(t.numel()) * dtype_size(*dt);
+    if (!fits_blocks(*dt, t.shape.empty() ? 1 : t.shape.back()))
+      throw InputError(fmt::format("{}: tensor '{}' is {}, whose blocks of {} do not divide its rows of {}", file,
+                                   t.name, to_string(*dt), dtype_traits(*dt).block,
+                                   t.shape.empty() ? 1 : t.shape.back()));
+    const uint64_t want = static_cast<uint64_t>(row_bytes(*dt, t.numel()));
     if (e.end - e.begin != want)
       throw InputError(fmt::format("{}: tensor '{}' holds {} bytes, its shape needs {}", file, t.name,
                                    e.end - e.begin, want));
@@ -198,7 +203,6 @@ void write_weights(const Weights& w, const std::vector<TensorSpec>& specs, const
   std::vector<TensorData> tensors;
   for (const auto& t : specs) {
     const WeightTensor& src = w.get(t.name);
-    const auto n = static_cast<size_t>(t.numel());
     std::vector<unsigned char> rows;  // src row-major, where it is laid out otherwise
     const void* data = row_major(src, rows);
     if (src.dtype == dtype && data == src.data) {
@@ -210,8 +214,8 @@ void write_weights(const Weights& w, const std::vector<TensorSpec>& specs, const
       tensors.push_back({t.name, dtype, t.shape, converted.back().data(), converted.back().size()});
       continue;
     }
-    converted.emplace_back(n * dtype_size(dtype));
-    for (size_t i = 0; i < n; ++i) store_from_f32(converted.back().data(), dtype, i, load_as_f32(data, src.dtype, i));
+    converted.emplace_back(row_bytes(dtype, t.numel()));
+    convert(data, src.dtype, converted.back().data(), dtype, t.numel());
     tensors.push_back({t.name, dtype, t.shape, converted.back().data(), converted.back().size()});
   }
   write_safetensors(path, tensors);

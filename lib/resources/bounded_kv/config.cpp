@@ -8,6 +8,7 @@
 #include "core/files.h"
 #include "core/format_value.h"
 #include "core/errors.h"
+#include "resources/kv_dtype.h"
 
 namespace mstar {
 
@@ -36,6 +37,7 @@ std::string format_rule(const SourceAffine& a) {
 
 void BoundedKVConfig::validate(std::string_view where) const {
   check_ranges(*this, where);
+  check_kv_dtype(dtype, where);
   if (max_source_len < min_source_len)
     throw ConfigError(fmt::format("{}: max_source_len {} is below min_source_len {}", where, max_source_len,
                                   min_source_len));
@@ -79,7 +81,7 @@ void BoundedKVConfig::validate(std::string_view where) const {
   // The pool's bytes, computed before anything is allocated: a size no
   // machine holds is refused here, naming it, not by the allocator.
   const auto per_slot = checked_product({num_layers, rows_per_request, num_heads, slot, 2, head_dim,
-                                         static_cast<int64_t>(dtype_size(dtype))});
+                                         static_cast<int64_t>(row_bytes(dtype, 1))});
   const auto pool = per_slot ? checked_product({static_cast<int64_t>(std::min<uint64_t>(*per_slot, INT64_MAX)), max_slots})
                              : std::nullopt;
   if (!pool || *pool > kMaxResourceBytes)
@@ -117,7 +119,7 @@ int64_t BoundedKVConfig::max_retained() const {
 }
 
 std::size_t BoundedKVConfig::slot_bytes_per_layer() const {
-  return static_cast<std::size_t>(rows_per_request * num_heads * slot_tokens() * 2 * head_dim) * dtype_size(dtype);
+  return row_bytes(dtype, rows_per_request * num_heads * slot_tokens() * 2 * head_dim);
 }
 
 std::size_t BoundedKVConfig::pool_bytes() const {

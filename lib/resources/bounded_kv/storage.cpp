@@ -30,8 +30,7 @@ BoundedKVStorage::BoundedKVStorage(const BoundedKVConfig& config, const Resource
 void BoundedKVStorage::add_source(int id, int64_t len) {
   const BoundedKVConfig& c = config_;
   MSTAR_ASSERT(!sources_.count(id), "add_source: the book registers each id once");
-  const auto bytes = static_cast<std::size_t>(c.num_layers * c.rows_per_request * c.num_heads * len * 2 * c.head_dim) *
-                     dtype_size(c.dtype);
+  const std::size_t bytes = row_bytes(c.dtype, c.num_layers * c.rows_per_request * c.num_heads * len * 2 * c.head_dim);
   sources_.emplace(id, Source{DeviceBuffer(alloc_, bytes), len});
 }
 
@@ -50,7 +49,7 @@ kernels::BoundedRowAddress BoundedKVStorage::slot_address(int64_t layer, int32_t
   if (c.slot_tokens() == 0) return a;  // a slot that holds nothing has no address
   const int64_t block = (static_cast<int64_t>(slot) * c.rows_per_request + row_in_request) * c.num_heads;
   a.slot = static_cast<unsigned char*>(layers_[static_cast<size_t>(layer)].data()) +
-           block * a.slot_head_stride * static_cast<int64_t>(dtype_size(c.dtype));
+           block * a.slot_head_stride * static_cast<int64_t>(row_bytes(c.dtype, 1));
   return a;
 }
 
@@ -60,7 +59,7 @@ kernels::BoundedRowAddress BoundedKVStorage::source_address(int64_t layer, const
   a.source_head_stride = s.len * 2 * c.head_dim;
   const int64_t block = (layer * c.rows_per_request + row) * c.num_heads;
   a.source = static_cast<const unsigned char*>(s.kv.data()) +
-             block * a.source_head_stride * static_cast<int64_t>(dtype_size(c.dtype));
+             block * a.source_head_stride * static_cast<int64_t>(row_bytes(c.dtype, 1));
   return a;
 }
 
@@ -294,7 +293,7 @@ namespace {
 // slot's retained entries in a layer: one per row and head.
 template <class F>
 void slot_runs(const BoundedKVConfig& c, int32_t slot, F&& f) {
-  const auto es = static_cast<int64_t>(dtype_size(c.dtype));
+  const auto es = static_cast<int64_t>(row_bytes(c.dtype, 1));
   const int64_t kept = c.retained_tokens() * 2 * c.head_dim * es, stride = c.slot_tokens() * 2 * c.head_dim * es;
   for (int64_t rh = 0; rh < c.rows_per_request * c.num_heads; ++rh)
     f((static_cast<int64_t>(slot) * c.rows_per_request * c.num_heads + rh) * stride, rh * kept,

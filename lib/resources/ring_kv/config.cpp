@@ -7,12 +7,14 @@
 #include "core/files.h"
 #include "core/format_value.h"
 #include "core/errors.h"
+#include "resources/kv_dtype.h"
 #include "resources/resource.h"
 
 namespace mstar {
 
 void RingKVConfig::validate(std::string_view where) const {
   check_ranges(*this, where);
+  check_kv_dtype(dtype, where);
   if (static_cast<int64_t>(layers.size()) != num_layers)
     throw ConfigError(fmt::format("{}: layers has {} geometries but num_layers is {}", where, layers.size(),
                                   num_layers));
@@ -34,7 +36,7 @@ void RingKVConfig::validate(std::string_view where) const {
   bool fits = true;
   for (const RingGeometry& g : layers) {
     const auto session = checked_product({g.ring_frames + 1, tokens_per_frame, 2, num_kv_heads, head_dim,
-                                           static_cast<int64_t>(dtype_size(dtype))});
+                                           static_cast<int64_t>(row_bytes(dtype, 1))});
     fits = fits && session && !__builtin_add_overflow(per_session, *session, &per_session);
   }
   const auto all = fits ? checked_product({static_cast<int64_t>(std::min<uint64_t>(per_session, INT64_MAX)),
@@ -54,7 +56,7 @@ int64_t RingKVConfig::capacity(int64_t layer) const {
 }
 
 std::size_t RingKVConfig::layer_bytes(int64_t layer) const {
-  return static_cast<std::size_t>(2 * num_kv_heads * total_slots(layer) * head_dim) * dtype_size(dtype);
+  return row_bytes(dtype, 2 * num_kv_heads * total_slots(layer) * head_dim);
 }
 
 }  // namespace mstar

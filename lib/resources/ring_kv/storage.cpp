@@ -105,7 +105,7 @@ namespace {
 // session in a layer: one per plane and head.
 template <class F>
 void session_runs(const RingKVConfig& c, int64_t layer, int32_t session, F&& f) {
-  const auto es = static_cast<int64_t>(dtype_size(c.dtype));
+  const auto es = static_cast<int64_t>(row_bytes(c.dtype, 1));
   const int64_t cap = c.capacity(layer), D = c.head_dim, total = c.total_slots(layer);
   for (int64_t ph = 0; ph < 2 * c.num_kv_heads; ++ph)
     f((ph * total + session * cap) * D * es, ph * cap * D * es, static_cast<std::size_t>(cap * D * es));
