@@ -3,7 +3,8 @@
 #include <fmt/format.h>
 
 #include "core/errors.h"
-#include "cuda/device.h"
+#include "kernels/cuda/device.h"
+#include "kernels/op_table.h"
 
 namespace mstar {
 
@@ -40,6 +41,38 @@ Allocator& allocator_for(Backend b) {
   MSTAR_ASSERT(b != Backend::cuda, "allocator_for: the cuda backend is not built into this binary");
   return host_allocator();
 }
+
+namespace kernels {
+
+namespace {
+
+// Every backend built into this binary: one line per backend folder.
+const std::vector<const OpTable*>& tables() {
+  static const std::vector<const OpTable*> t = {
+      &reference_op_table(),
+      &cpu_op_table(),
+#ifdef MSTAR_WITH_CUDA
+      &cuda_op_table(),
+#endif
+  };
+  return t;
+}
+
+}  // namespace
+
+const OpTable& op_table(Backend b, const char* op) {
+  for (const OpTable* t : tables())
+    if (t->backend == b) return *t;
+  throw InputError(fmt::format("{}: backend '{}' is not built into this binary", op, to_string(b)));
+}
+
+std::vector<Backend> built_backends() {
+  std::vector<Backend> out;
+  for (const OpTable* t : tables()) out.push_back(t->backend);
+  return out;
+}
+
+}  // namespace kernels
 
 void synchronize(Backend b) {
 #ifdef MSTAR_WITH_CUDA

@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/errors.h"
-#include "cuda/dispatch.h"
+#include "kernels/op_table.h"
 
 namespace mstar::kernels {
 
@@ -24,10 +24,6 @@ void check_heads(const char* op, int32_t rows, int32_t kv_heads, int32_t head_di
   check(threads >= 1, op, fmt::format("threads must be at least 1, got {}", threads));
 }
 
-[[noreturn]] void not_built(const char* op, Backend b) {
-  throw InputError(fmt::format("{}: backend '{}' is not built into this binary", op, to_string(b)));
-}
-
 }  // namespace
 
 void bounded_attention(Backend backend, const BoundedAttentionParams& p) {
@@ -42,12 +38,7 @@ void bounded_attention(Backend backend, const BoundedAttentionParams& p) {
   // q, k, v and out may be null when the step has no queries or no entries;
   // their shapes are the caller's to check (it knows the step's sizes).
   check(p.table && p.address && p.q_indptr && p.kv_indptr, op, "table, address, q_indptr and kv_indptr are required");
-  switch (backend) {
-    case Backend::reference: return bounded_attention_reference(p);
-    case Backend::cpu: return bounded_attention_cpu(p);
-    case Backend::cuda: MSTAR_CUDA_DISPATCH(bounded_attention_cuda(p));
-  }
-  not_built(op, backend);
+  op_table(backend, op).bounded_attention(p);
 }
 
 void bounded_store(Backend backend, const BoundedStoreParams& p) {
@@ -56,12 +47,7 @@ void bounded_store(Backend backend, const BoundedStoreParams& p) {
   check(p.scratch_start >= 0, op, fmt::format("scratch_start must not be negative, got {}", p.scratch_start));
   if (p.rows == 0) return;
   check(p.table && p.address && p.kv_indptr, op, "table, address and kv_indptr are required");
-  switch (backend) {
-    case Backend::reference:
-    case Backend::cpu: return bounded_store_host(p);
-    case Backend::cuda: MSTAR_CUDA_DISPATCH(bounded_store_cuda(p));
-  }
-  not_built(op, backend);
+  op_table(backend, op).bounded_store(p);
 }
 
 void bounded_commit(Backend backend, const BoundedCommitParams& p) {
@@ -70,12 +56,7 @@ void bounded_commit(Backend backend, const BoundedCommitParams& p) {
   check(p.scratch_start >= 0, op, fmt::format("scratch_start must not be negative, got {}", p.scratch_start));
   if (p.rows == 0) return;
   check(p.table && p.address, op, "table and address are required");
-  switch (backend) {
-    case Backend::reference:
-    case Backend::cpu: return bounded_commit_host(p);
-    case Backend::cuda: MSTAR_CUDA_DISPATCH(bounded_commit_cuda(p));
-  }
-  not_built(op, backend);
+  op_table(backend, op).bounded_commit(p);
 }
 
 void check_bounded_tables(std::span<const BoundedRowTable> table, std::span<const int32_t> q_indptr,

@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/errors.h"
-#include "cuda/dispatch.h"
+#include "kernels/op_table.h"
 
 namespace mstar::kernels {
 
@@ -20,12 +20,9 @@ void nonneg(const char* op, const char* name, int64_t v) {
   check(v >= 0, op, fmt::format("{} must not be negative, got {}", name, v));
 }
 
-[[noreturn]] void not_built(const char* op, Backend b) {
-  throw InputError(fmt::format("{}: backend '{}' is not built into this binary", op, to_string(b)));
-}
-
-// matmul's checks of p; false: nothing to compute (no rows).
-bool check_matmul(const char* op, Backend b, const MatmulParams& p) {
+// matmul's checks of p against what backend t takes; false: nothing to
+// compute (no rows).
+bool check_matmul(const char* op, const OpTable& t, const MatmulParams& p) {
   nonneg(op, "rows", p.rows);
   check(p.in > 0 && p.out > 0, op, fmt::format("in and out must be positive, got {} and {}", p.in, p.out));
   check(p.x_stride >= p.in && p.y_stride >= p.out, op,
@@ -33,11 +30,18 @@ bool check_matmul(const char* op, Backend b, const MatmulParams& p) {
   check(p.threads >= 1, op, fmt::format("threads must be at least 1, got {}", p.threads));
   check(p.x_dtype == DType::f32 || p.x_dtype == DType::bf16, op,
         fmt::format("activations are rounded to f32 or bf16, got {}", to_string(p.x_dtype)));
-  check(p.x_dtype == DType::f32 || b != Backend::cuda, op, "the cuda backend takes f32 activations only");
+  check(p.x_dtype == DType::f32 || t.bf16_activations, op,
+        fmt::format("the {} backend takes f32 activations only", to_string(t.backend)));
+  check(t.takes_weights(p.w_dtype), op,
+        fmt::format("the {} backend has no product for weights of dtype {}", to_string(t.backend), to_string(p.w_dtype)));
+  check(fits_blocks(p.w_dtype, p.in), op,
+        fmt::format("weights of dtype {} come in blocks of {}, which do not divide in = {}", to_string(p.w_dtype),
+                    dtype_traits(p.w_dtype).block, p.in));
   check(layout_fits(p.w_layout, p.w_dtype, p.in), op,
         fmt::format("weights laid out as {} must be bf16 with an even width, got {} with width {}",
                     layout_name(p.w_layout), to_string(p.w_dtype), p.in));
-  check(p.w_layout == WeightLayout::rows || b != Backend::cuda, op, "the cuda backend reads row-major weights only");
+  check(p.w_layout == WeightLayout::rows || t.pair_panels, op,
+        fmt::format("the {} backend reads row-major weights only", to_string(t.backend)));
   if (p.rows == 0) return false;
   check(p.x && p.w && p.y, op, "x, w and y are required");
   return true;
@@ -58,24 +62,20 @@ bool overlap(Span a, Span b) { return a.begin < b.end && b.begin < a.end; }
 
 void matmul(Backend b, const MatmulParams& p) {
   constexpr const char* op = "matmul";
-  if (!check_matmul(op, b, p)) return;
-  switch (b) {
-    case Backend::reference: return matmul_reference(p);
-    case Backend::cpu: return matmul_cpu(p);
-    case Backend::cuda: MSTAR_CUDA_DISPATCH(matmul_cuda(p));
-  }
-  not_built(op, b);
+  const OpTable& t = op_table(b, op);
+  if (check_matmul(op, t, p)) t.matmul(p);
 }
 
 void matmul_group(Backend b, const MatmulParams* ps, int n) {
   constexpr const char* op = "matmul_group";
+  const OpTable& t = op_table(b, op);
   check(n >= 0 && n <= kMatmulGroupMax, op, fmt::format("takes 0 to {} products, got {}", kMatmulGroupMax, n));
   // The products with rows, in order, and their places in ps.
   int live = 0;
   MatmulParams todo[kMatmulGroupMax];
   int index[kMatmulGroupMax];
   for (int i = 0; i < n; ++i)
-    if (check_matmul(op, b, ps[i])) todo[live] = ps[i], index[live++] = i;
+    if (check_matmul(op, t, ps[i])) todo[live] = ps[i], index[live++] = i;
   // The backend may run them in any order, or interleaved.
   for (int i = 0; i < live; ++i)
     for (int j = 0; j < live; ++j) {
@@ -87,25 +87,13 @@ void matmul_group(Backend b, const MatmulParams* ps, int n) {
       check(!overlap(y, rows_span(q.y, q.rows, q.y_stride, q.out)), op,
             fmt::format("products {} and {} write overlapping y", index[i], index[j]));
     }
-  switch (b) {
-    case Backend::reference:
-      for (int i = 0; i < live; ++i) matmul_reference(todo[i]);
-      return;
-    case Backend::cpu: return matmul_group_cpu(todo, live);
-    case Backend::cuda:
-#ifdef MSTAR_WITH_CUDA
-      for (int i = 0; i < live; ++i) matmul_cuda(todo[i]);
-      return;
-#else
-      break;
-#endif
-  }
-  not_built(op, b);
+  if (t.matmul_group) return t.matmul_group(todo, live);
+  for (int i = 0; i < live; ++i) t.matmul(todo[i]);
 }
 
 void release_weights(Backend b) {
-  // Only the cpu backend's helpers can outlive a product.
-  if (b == Backend::cpu) release_weights_cpu();
+  const OpTable& t = op_table(b, "release_weights");
+  if (t.release_weights) t.release_weights();
 }
 
 void rmsnorm(Backend b, const RmsNormParams& p) {
@@ -115,12 +103,7 @@ void rmsnorm(Backend b, const RmsNormParams& p) {
   check(p.eps > 0.0, op, fmt::format("eps must be positive, got {}", p.eps));
   if (p.rows == 0) return;
   check(p.x && p.w && p.out, op, "x, w and out are required");
-  switch (b) {
-    case Backend::reference: return rmsnorm_reference(p);
-    case Backend::cpu: return rmsnorm_cpu(p);
-    case Backend::cuda: MSTAR_CUDA_DISPATCH(rmsnorm_cuda(p));
-  }
-  not_built(op, b);
+  op_table(b, op).rmsnorm(p);
 }
 
 void silu_mul(Backend b, const SiluMulParams& p) {
@@ -128,12 +111,7 @@ void silu_mul(Backend b, const SiluMulParams& p) {
   nonneg(op, "n", p.n);
   if (p.n == 0) return;
   check(p.a && p.b, op, "a and b are required");
-  switch (b) {
-    case Backend::reference: return silu_mul_reference(p);
-    case Backend::cpu: return silu_mul_cpu(p);
-    case Backend::cuda: MSTAR_CUDA_DISPATCH(silu_mul_cuda(p));
-  }
-  not_built(op, b);
+  op_table(b, op).silu_mul(p);
 }
 
 void rope(Backend b, const RopeParams& p) {
@@ -154,12 +132,7 @@ void rope(Backend b, const RopeParams& p) {
   check(pairs <= p.head_dim / 2, op, fmt::format("sections rotate {} pairs of {}", pairs, p.head_dim / 2));
   if (p.tokens == 0) return;
   check(p.x && p.positions, op, "x and positions are required");
-  switch (b) {
-    case Backend::reference: return rope_reference(p);
-    case Backend::cpu: return rope_cpu(p);
-    case Backend::cuda: MSTAR_CUDA_DISPATCH(rope_cuda(p));
-  }
-  not_built(op, b);
+  op_table(b, op).rope(p);
 }
 
 void embed(Backend b, const EmbedParams& p) {
@@ -171,15 +144,14 @@ void embed(Backend b, const EmbedParams& p) {
   check(layout_fits(p.layout, p.dtype, p.width), op,
         fmt::format("a table laid out as {} must be bf16 with an even width, got {} with width {}",
                     layout_name(p.layout), to_string(p.dtype), p.width));
-  check(p.layout == WeightLayout::rows || b != Backend::cuda, op, "the cuda backend reads row-major tables only");
+  const OpTable& t = op_table(b, op);
+  check(p.layout == WeightLayout::rows || t.pair_panels, op,
+        fmt::format("the {} backend reads row-major tables only", to_string(b)));
+  check(p.dtype == DType::f32 || p.dtype == DType::f16 || p.dtype == DType::bf16, op,
+        fmt::format("tables are f32, f16 or bf16, got {}", to_string(p.dtype)));
   check(p.layout == WeightLayout::rows || p.vocab > 0, op,
         fmt::format("a table laid out as {} needs its vocab, got {}", layout_name(p.layout), p.vocab));
-  switch (b) {
-    case Backend::reference:
-    case Backend::cpu: return embed_host(p);
-    case Backend::cuda: MSTAR_CUDA_DISPATCH(embed_cuda(p));
-  }
-  not_built(op, b);
+  t.embed(p);
 }
 
 void gather_rows(Backend b, const GatherRowsParams& p) {
@@ -188,12 +160,7 @@ void gather_rows(Backend b, const GatherRowsParams& p) {
   check(p.width > 0, op, fmt::format("width must be positive, got {}", p.width));
   if (p.rows == 0) return;
   check(p.index && p.x && p.out, op, "index, x and out are required");
-  switch (b) {
-    case Backend::reference:
-    case Backend::cpu: return gather_rows_host(p);
-    case Backend::cuda: MSTAR_CUDA_DISPATCH(gather_rows_cuda(p));
-  }
-  not_built(op, b);
+  op_table(b, op).gather_rows(p);
 }
 
 void add_rows(Backend b, const AddRowsParams& p) {
@@ -202,12 +169,7 @@ void add_rows(Backend b, const AddRowsParams& p) {
   check(p.width > 0 && p.group > 0, op, fmt::format("width and group must be positive, got {} and {}", p.width, p.group));
   if (p.rows == 0) return;
   check(p.x && p.y, op, "x and y are required");
-  switch (b) {
-    case Backend::reference:
-    case Backend::cpu: return add_rows_host(p);
-    case Backend::cuda: MSTAR_CUDA_DISPATCH(add_rows_cuda(p));
-  }
-  not_built(op, b);
+  op_table(b, op).add_rows(p);
 }
 
 void lerp(Backend b, const LerpParams& p) {
@@ -215,12 +177,7 @@ void lerp(Backend b, const LerpParams& p) {
   nonneg(op, "n", p.n);
   if (p.n == 0) return;
   check(p.x && p.y, op, "x and y are required");
-  switch (b) {
-    case Backend::reference:
-    case Backend::cpu: return lerp_host(p);
-    case Backend::cuda: MSTAR_CUDA_DISPATCH(lerp_cuda(p));
-  }
-  not_built(op, b);
+  op_table(b, op).lerp(p);
 }
 
 }  // namespace mstar::kernels

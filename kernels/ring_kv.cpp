@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "core/errors.h"
-#include "cuda/dispatch.h"
+#include "kernels/op_table.h"
 
 namespace mstar::kernels {
 
@@ -23,10 +23,6 @@ void check_common(const char* op, int32_t rows, int32_t kv_heads, int32_t head_d
   check(threads >= 1, op, fmt::format("threads must be at least 1, got {}", threads));
 }
 
-[[noreturn]] void not_built(const char* op, Backend b) {
-  throw InputError(fmt::format("{}: backend '{}' is not built into this binary", op, to_string(b)));
-}
-
 }  // namespace
 
 void ring_upsert(Backend backend, const RingUpsertParams& p) {
@@ -35,12 +31,7 @@ void ring_upsert(Backend backend, const RingUpsertParams& p) {
   if (p.rows == 0) return;
   check(p.kv && p.k && p.v && p.scratch_start, op, "kv, k, v and scratch_start are required");
   check(p.total_slots > 0, op, fmt::format("total_slots must be positive, got {}", p.total_slots));
-  switch (backend) {
-    case Backend::reference:
-    case Backend::cpu: return ring_upsert_host(p);
-    case Backend::cuda: MSTAR_CUDA_DISPATCH(ring_upsert_cuda(p));
-  }
-  not_built(op, backend);
+  op_table(backend, op).ring_upsert(p);
 }
 
 void ring_attention(Backend backend, const RingAttentionParams& p) {
@@ -51,12 +42,7 @@ void ring_attention(Backend backend, const RingAttentionParams& p) {
   check(p.scale > 0.0f, op, fmt::format("scale must be positive, got {}", p.scale));
   if (p.rows == 0) return;
   check(p.kv && p.range_indptr && p.ranges && p.q && p.out, op, "a required pointer is null");
-  switch (backend) {
-    case Backend::reference: return ring_attention_reference(p);
-    case Backend::cpu: return ring_attention_cpu(p);
-    case Backend::cuda: MSTAR_CUDA_DISPATCH(ring_attention_cuda(p));
-  }
-  not_built(op, backend);
+  op_table(backend, op).ring_attention(p);
 }
 
 void check_ring_tables(std::span<const int32_t> range_indptr, std::span<const RingRange> ranges,

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "core/errors.h"
-#include "cpu/isa.h"
+#include "kernels/op_table.h"
 
 namespace mstar::kernels {
 
@@ -18,10 +18,7 @@ bool layout_fits(WeightLayout layout, DType dtype, int64_t in) {
 }
 
 WeightLayout matmul_layout(Backend b, DType dtype, int64_t in) {
-  if (b != Backend::cpu || !layout_fits(WeightLayout::pair_panels, dtype, in)) return WeightLayout::rows;
-  const CpuIsa isa = best_cpu_isa();
-  // amx_bf16's tiles read rows (matmul_cpu.h); avx2 and generic were not measured with panels.
-  return has_avx512(isa) && isa != CpuIsa::amx_bf16 ? WeightLayout::pair_panels : WeightLayout::rows;
+  return op_table(b, "matmul_layout").preferred_layout(dtype, in);
 }
 
 namespace {

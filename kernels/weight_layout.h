@@ -40,10 +40,10 @@ float matrix_element(const void* w, DType dtype, WeightLayout layout, int64_t ou
 // Whether a matrix of `dtype` and width `in` can be held in `layout`.
 bool layout_fits(WeightLayout layout, DType dtype, int64_t in);
 
-// The layout backend b's products read a bf16/f16/f32 matrix of width `in`
-// fastest in: pair_panels on the cpu backend where its best instruction
-// set is avx512 or avx512_bf16 (measured there: docs/PERFORMANCE.md,
-// "Thirtieth session"), else rows.
+// The layout backend b's products read a matrix of `dtype` and width `in`
+// fastest in, as its table declares (OpTable::preferred_layout): pair_panels
+// on the cpu backend where its best instruction set is avx512 or
+// avx512_bf16, else rows. InputError when b is not built.
 WeightLayout matmul_layout(Backend b, DType dtype, int64_t in);
 
 // w [out, in] of bf16, rearranged in place from rows to pair_panels, and

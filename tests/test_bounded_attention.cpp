@@ -14,8 +14,9 @@
 #include <map>
 
 #include "resources/bounded_kv/manager.h"
-#include "rope.h"
+#include "kernels/rope.h"
 #include "support.h"
+#include "backends.h"
 
 using namespace mstar;
 
@@ -301,7 +302,7 @@ BoundedKVConfig base(int64_t D, int64_t H, SinkWindow pol, DType dt) {
 }  // namespace
 
 TEST_CASE("attention equivalence: random streams, both backends, every dtype") {
-  for (Backend b : {Backend::reference, Backend::cpu})
+  for (Backend b : test::host_backends())
     for (DType dt : {DType::f32, DType::f16, DType::bf16}) {
       CAPTURE(to_string(b));
       CAPTURE(to_string(dt));
@@ -316,7 +317,7 @@ TEST_CASE("attention equivalence: random streams, both backends, every dtype") {
 }
 
 TEST_CASE("attention equivalence: policies, causal steps, two rows per request, rules of the source") {
-  for (Backend b : {Backend::reference, Backend::cpu}) {
+  for (Backend b : test::host_backends()) {
     CAPTURE(to_string(b));
     Scenario sc;
     sc.config = base(8, 2, SinkWindow{2, 6, true}, DType::f32);
@@ -344,7 +345,7 @@ TEST_CASE("attention equivalence: policies, causal steps, two rows per request, 
 }
 
 TEST_CASE("rotary positions inside the cache: keys rotated on read by their ordinal, both backends") {
-  for (Backend b : {Backend::reference, Backend::cpu})
+  for (Backend b : test::host_backends())
     for (bool causal : {false, true}) {
       CAPTURE(to_string(b));
       Scenario sc;
@@ -387,7 +388,7 @@ TEST_CASE("cpu against reference on odd sizes (17, 54, 97)") {
 }
 
 TEST_CASE("batched equals one by one, bit for bit, on both backends") {
-  for (Backend b : {Backend::reference, Backend::cpu}) {
+  for (Backend b : test::host_backends()) {
     CAPTURE(to_string(b));
     Scenario sc;
     sc.config = base(12, 2, SinkWindow{3, 10, false}, DType::f16);
@@ -434,7 +435,7 @@ TEST_CASE("a step that is not committed leaves every retained entry intact: N pa
   // managers see the same streams; one runs each step three times
   // uncommitted before committing it. Every pass reads the same window, so
   // every output (and every later step) is bit-identical.
-  for (Backend b : {Backend::reference, Backend::cpu}) {
+  for (Backend b : test::host_backends()) {
     CAPTURE(to_string(b));
     Scenario sc;
     sc.config = base(8, 2, SinkWindow{2, 5, false}, DType::bf16);
@@ -459,7 +460,7 @@ TEST_CASE("a step that is not committed leaves every retained entry intact: N pa
 TEST_CASE("a retention whose slot holds nothing attends to the source part and the step's own entries") {
   // Window 0 with the sink inside the source: slot_tokens is 0, no slot has
   // an address, and every step still runs (kv-semantics.md).
-  for (Backend b : {Backend::reference, Backend::cpu}) {
+  for (Backend b : test::host_backends()) {
     CAPTURE(to_string(b));
     Scenario sc;
     sc.config = base(8, 2, SinkWindow{3, 0, false}, DType::f32);

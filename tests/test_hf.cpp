@@ -23,6 +23,7 @@
 #include "models/safetensors.h"
 #include "resources/resource_set.h"
 #include "support.h"
+#include "backends.h"
 
 using namespace mstar;
 using nlohmann::json;
@@ -237,7 +238,7 @@ TEST_CASE("hf: a decoded token's product flops count every matrix of the files o
 TEST_CASE("hf: full attention logits and greedy tokens equal the independent reference, both backends, f32 and bf16 "
           "activations, weights as rows and as pair panels") {
   for (const char* name : {"llama-gqa-bf16", "llama-tied-f32", "qwen2-bias-bf16"})
-    for (Backend b : {Backend::reference, Backend::cpu})
+    for (Backend b : test::host_backends())
       for (DType activations : {DType::f32, DType::bf16})
         for (auto layout : {kernels::WeightLayout::rows, kernels::WeightLayout::pair_panels}) {
           if (layout == kernels::WeightLayout::pair_panels && std::string_view(name).ends_with("f32")) continue;
@@ -268,7 +269,7 @@ TEST_CASE("hf: full attention logits and greedy tokens equal the independent ref
 TEST_CASE("hf: beyond the window, sink + window streams equal the reference's, in both position modes") {
   for (const char* name : {"llama-gqa-bf16", "llama-tied-f32", "qwen2-bias-bf16"})
     for (const char* positions : {"stream", "cache"})
-      for (Backend b : {Backend::reference, Backend::cpu}) {
+      for (Backend b : test::host_backends()) {
         CAPTURE(name);
         CAPTURE(positions);
         CAPTURE(to_string(b));

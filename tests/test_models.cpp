@@ -20,10 +20,11 @@
 #include "models/tts_model.h"
 #include "models/weights.h"
 #include "models/world_model.h"
-#include "ops.h"
+#include "kernels/ops.h"
 #include "resources/resource_set.h"
-#include "rope.h"
+#include "kernels/rope.h"
 #include "support.h"
+#include "backends.h"
 
 using namespace mstar;
 namespace fs = std::filesystem;
@@ -142,7 +143,7 @@ TEST_CASE("families: the registry knows tts and world, and nothing else by accid
 
 TEST_CASE("tts: with a window as long as the stream, greedy tokens equal the full-history path") {
   for (const char* positions : {"stream", "cache"})
-    for (Backend b : {Backend::reference, Backend::cpu}) {
+    for (Backend b : test::host_backends()) {
       CAPTURE(positions);
       CAPTURE(to_string(b));
       const TtsArchitecture a = tts_arch(positions);
@@ -181,7 +182,7 @@ TEST_CASE("tts: cpu and reference backends agree on logits within 1e-3") {
   const TtsArchitecture a = tts_arch();
   const Weights w = Weights::dummy(a.tensors(), 5);
   std::vector<std::vector<float>> ref_logits, cpu_logits;
-  for (Backend b : {Backend::reference, Backend::cpu}) {
+  for (Backend b : test::host_backends()) {
     auto model_built = tts_family().make(a, w, ModelOptions{b, 2});
       auto& model = dynamic_cast<TokenModel&>(*model_built);
     ResourceSet kv({tts_kv(a, SinkWindow{2, 6})}, ResourceOptions{b, 2});
@@ -469,7 +470,7 @@ TEST_CASE("world: frames through the ring equal a naive store of the retained fr
   const WorldArchitecture a = world_arch();
   const Weights w = Weights::dummy(a.tensors(), 9);
   const RingKVSpec spec = world_kv();
-  for (Backend b : {Backend::reference, Backend::cpu}) {
+  for (Backend b : test::host_backends()) {
     CAPTURE(to_string(b));
     WorldModel model(a, w, ModelOptions{b, 2});
     ResourceSet kv({spec}, ResourceOptions{b, 2});

@@ -9,6 +9,7 @@
 
 #include "core/errors.h"
 #include "engine/replay.h"
+#include "backends.h"
 
 using namespace mstar;
 using nlohmann::json;
@@ -45,7 +46,7 @@ void check_rows(const json& got, const json& want, double tol) {
 
 void check_golden(const std::string& name, double tol) {
   const json trace = load(name + ".json"), want = load(name + ".expected.json");
-  for (Backend b : {Backend::reference, Backend::cpu}) {
+  for (Backend b : test::host_backends()) {
     CAPTURE(name);
     CAPTURE(to_string(b));
     const json got = replay_trace(trace, ReplayOptions{b, 2});
@@ -66,7 +67,7 @@ void check_golden(const std::string& name, double tol) {
 
 void check_ring_golden(const std::string& name, double tol) {
   const json trace = load(name + ".json"), want = load(name + ".expected.json");
-  for (Backend b : {Backend::reference, Backend::cpu}) {
+  for (Backend b : test::host_backends()) {
     CAPTURE(to_string(b));
     const json got = replay_trace(trace, ReplayOptions{b, 2});
     REQUIRE(got["steps"].size() == want["steps"].size());

@@ -13,6 +13,7 @@
 #include "resources/ring_kv/manager.h"
 #include "resources/ring_kv/memory.h"
 #include "support.h"
+#include "backends.h"
 
 using namespace mstar;
 
@@ -263,7 +264,7 @@ TEST_CASE("ring config: sizes and validation messages") {
 }
 
 TEST_CASE("ring attention equals naive attention over the retained frames, both backends") {
-  for (Backend b : {Backend::reference, Backend::cpu})
+  for (Backend b : test::host_backends())
     for (DType dt : {DType::f32, DType::bf16}) {
       test::Rng rng(dt == DType::f32 ? 17 : 18);
       for (int trial = 0; trial < 6; ++trial) {
@@ -296,7 +297,7 @@ TEST_CASE("ring attention equals naive attention over the retained frames, both 
 }
 
 TEST_CASE("isolation: a session's outputs do not change with neighbours or padding") {
-  for (Backend b : {Backend::reference, Backend::cpu}) {
+  for (Backend b : test::host_backends()) {
     const RingKVConfig c = [] {
       RingKVConfig x = small_config();
       x.num_sessions = 3;
@@ -387,7 +388,7 @@ TEST_CASE("ring admission: full pool, unknown request, missing, skipped and repe
 }
 
 TEST_CASE("get_state, more frames, load_state: the same continuation bit for bit") {
-  for (Backend b : {Backend::reference, Backend::cpu}) {
+  for (Backend b : test::host_backends()) {
     RingKVConfig c = small_config();
     c.dtype = DType::bf16;
     Harness h(c, b, 9, 2);
@@ -448,7 +449,7 @@ TEST_CASE("the frame clock follows committed frames only") {
   // kv-semantics.md: a step whose passes all leave commit off moves nothing;
   // the next step may declare the same frame again, and sees what it would
   // have seen had the uncommitted step never run.
-  for (Backend b : {Backend::reference, Backend::cpu}) {
+  for (Backend b : test::host_backends()) {
     Harness plain(small_config(), b, 3, 2), retried(small_config(), b, 3, 2);
     plain.start("a");
     retried.start("a");

@@ -1,24 +1,34 @@
 // The reference trunk ops: plain loops (the products and norms in double),
 // the oracle the cpu and cuda backends are tested against.
 #include <cmath>
+#include <vector>
 
-#include "ops.h"
-#include "rope.h"
+#include "kernels/ops.h"
+#include "kernels/rope.h"
 
 namespace mstar::kernels {
 
+// Row-major weights of any dtype are read a row at a time through the
+// type's to_f32 (a block type included); pair panels element by element.
 void matmul_reference(const MatmulParams& p) {
-  for (int64_t r = 0; r < p.rows; ++r)
-    for (int64_t o = 0; o < p.out; ++o) {
+  std::vector<float> row(static_cast<std::size_t>(p.in));  // [in]: weight row o as f32
+  for (int64_t o = 0; o < p.out; ++o) {
+    if (p.w_layout == WeightLayout::rows)
+      dtype_traits(p.w_dtype).to_f32(static_cast<const unsigned char*>(p.w) + row_bytes(p.w_dtype, o * p.in),
+                                     row.data(), p.in);
+    else
+      for (int64_t i = 0; i < p.in; ++i)
+        row[static_cast<std::size_t>(i)] = matrix_element(p.w, p.w_dtype, p.w_layout, p.out, p.in, o, i);
+    for (int64_t r = 0; r < p.rows; ++r) {
       double s = 0;
       const float* x = p.x + r * p.x_stride;
       for (int64_t i = 0; i < p.in; ++i)
-        s += static_cast<double>(round_to(p.x_dtype, x[i])) *
-             matrix_element(p.w, p.w_dtype, p.w_layout, p.out, p.in, o, i);
+        s += static_cast<double>(round_to(p.x_dtype, x[i])) * row[static_cast<std::size_t>(i)];
       if (p.bias) s += p.bias[o];
       float& y = p.y[r * p.y_stride + o];
       y = static_cast<float>(s + (p.accumulate ? y : 0.0));
     }
+  }
 }
 
 void rmsnorm_reference(const RmsNormParams& p) {
