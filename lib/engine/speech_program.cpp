@@ -6,10 +6,11 @@
 
 #include "core/errors.h"
 #include "core/json_text.h"
-#include "cpu/thread_pool.h"
+#include "kernels/parallel.h"
 #include "engine/requests.h"
 #include "engine/snapshot.h"
 #include "engine/workload.h"
+#include "models/guidance.h"
 #include "models/sampling.h"
 
 namespace mstar {
@@ -166,13 +167,7 @@ class SpeechProgram final : public Program {
       auto& s = static_cast<SpeechLive&>(*batch[static_cast<size_t>(i)]);
       const float* cond = all.data() + i * R * V;
       std::span<const float> logits(cond, static_cast<size_t>(V));
-      if (R == 2) {  // classifier-free guidance: uncond + scale * (cond - uncond)
-        const float* u = cond + V;
-        s.guided.resize(static_cast<size_t>(V));
-        for (int64_t t = 0; t < V; ++t)
-          s.guided[static_cast<size_t>(t)] = u[t] + static_cast<float>(guidance_) * (cond[t] - u[t]);
-        logits = s.guided;
-      }
+      if (R == 2) logits = guide(logits, {cond + V, static_cast<size_t>(V)}, guidance_, s.guided);
       s.last = s.sampler.sample(logits);
       s.written += static_cast<int64_t>(rows_[static_cast<size_t>(i * R)].size());
     });

@@ -5,8 +5,9 @@
 #include <fmt/format.h>
 
 #include "core/errors.h"
-#include "ops.h"
-#include "rope.h"
+#include "kernels/ops.h"
+#include "kernels/rope.h"
+#include "models/denoise.h"
 
 namespace mstar {
 
@@ -132,7 +133,8 @@ std::vector<float> WorldModel::generate(ResourceSet& kv, std::span<const int64_t
   const auto& w = arch_.world;
   const Backend b = options_.backend;
   const auto B = static_cast<int64_t>(frame_pos.size());
-  const int64_t T = w.tokens_per_frame, C = w.latent_channels, steps = w.denoise_steps;
+  const int64_t T = w.tokens_per_frame, C = w.latent_channels;
+  const EulerSchedule schedule{w.denoise_steps};
   MSTAR_ASSERT(static_cast<int64_t>(noise.size()) == B * T * C, "noise is [B, T, C]");
   MSTAR_ASSERT(static_cast<int64_t>(controls.size()) == B * w.control_dim, "controls are [B, control_dim]");
   std::vector<int64_t> pos(static_cast<size_t>(B * T * 3));
@@ -146,13 +148,11 @@ std::vector<float> WorldModel::generate(ResourceSet& kv, std::span<const int64_t
   const float* c = scratch_.upload<float>(kControls, controls);
   float* pred = scratch_.get<float>(kPred, noise.size());
   const int64_t numel = B * T * C;
-  for (int64_t s = 0; s < steps; ++s) {
-    const float level = 1.0f - static_cast<float>(s) / static_cast<float>(steps);
-    pass(kv, B, x, c, level, false, pred);
-    // Euler toward the prediction; the last step lands on it.
-    kernels::lerp(b, {numel, x, pred, 1.0f / static_cast<float>(steps - s)});
+  for (int64_t s = 0; s < schedule.steps; ++s) {
+    pass(kv, B, x, c, schedule.level(s), false, pred);
+    kernels::lerp(b, {numel, x, pred, schedule.step(s)});
   }
-  pass(kv, B, x, c, 0.0f, true, pred);  // commits the clean frame
+  pass(kv, B, x, c, EulerSchedule::kCleanLevel, true, pred);  // commits the clean frame
   std::vector<float> out(static_cast<size_t>(numel));
   scratch_.allocator().copy_to_host(out.data(), x, out.size() * sizeof(float));
   return out;
