@@ -42,8 +42,8 @@ bool layout_fits(WeightLayout layout, DType dtype, int64_t in);
 
 // The layout backend b's products read a bf16/f16/f32 matrix of width `in`
 // fastest in: pair_panels on the cpu backend where its best instruction
-// set is avx512 or avx512_bf16 (measured there: docs/PERFORMANCE.md,
-// "Thirtieth session"), else rows.
+// set is avx512 or avx512_bf16 (measured there with `mstar-bench matmul`:
+// docs/PERFORMANCE.md, "Pair panels"), else rows.
 WeightLayout matmul_layout(Backend b, DType dtype, int64_t in);
 
 // w [out, in] of bf16, rearranged in place from rows to pair_panels, and
