@@ -21,7 +21,7 @@
 #   --checkpoint DIR the checkpoint of the checkpoint and peer rows (default
 #                    BUILD_DIR/bench/SHAPE-bf16), made once with
 #                    tools/hf/make-checkpoint.py --dtype bf16 where DIR holds
-#                    no config.json (about 1 GB for the default shape)
+#                    no config.json (numpy; about 1 GB for the default shape)
 #   --shape NAME     its make-checkpoint.py shape (default qwen2.5-0.5b; a
 #                    tiny one, e.g. tiny-qwen2-bias, for a quick smoke test)
 #   --list           print each selected row's command and run nothing
@@ -225,7 +225,12 @@ for r in "${selected[@]}"; do
   fi
   if [ "$needs_ckpt" = 1 ] && [ ! -f "$ckpt/config.json" ]; then
     echo "run.sh: making the checkpoint $ckpt (tools/hf/make-checkpoint.py --shape $shape --dtype bf16)" >&2
-    python3 tools/hf/make-checkpoint.py --shape "$shape" --dtype bf16 "$ckpt" >&2
+    if ! python3 tools/hf/make-checkpoint.py --shape "$shape" --dtype bf16 "$ckpt" >&2; then
+      echo "run.sh: row $r failed: no checkpoint (make-checkpoint.py needs numpy)" >&2
+      emit "$r" "$text" /dev/null 1 "" || true
+      failed=1
+      continue
+    fi
   fi
   echo "run.sh: row $r: $text" >&2
   status=0
