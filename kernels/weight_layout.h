@@ -43,7 +43,8 @@ bool layout_fits(WeightLayout layout, DType dtype, int64_t in);
 // The layout backend b's products read a matrix of `dtype` and width `in`
 // fastest in, as its table declares (OpTable::preferred_layout): pair_panels
 // on the cpu backend where its best instruction set is avx512 or
-// avx512_bf16, else rows. InputError when b is not built.
+// avx512_bf16 (measured there with `mstar-bench matmul`: docs/PERFORMANCE.md,
+// "Pair panels"), else rows. InputError when b is not built.
 WeightLayout matmul_layout(Backend b, DType dtype, int64_t in);
 
 // w [out, in] of bf16, rearranged in place from rows to pair_panels, and

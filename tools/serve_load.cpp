@@ -1,5 +1,5 @@
 // mstar-serve-load: a load generator for mstar-serve, and the serving-overhead
-// measurement of docs/PERFORMANCE.md ("Serving").
+// measurement of docs/PERFORMANCE.md ("Today's figures", row `serve`).
 //
 //   mstar-serve-load load --port N [--clients 64] [--seconds 60] [--hangup 0.1] [--garbage 0.1] [--json]
 //     Streaming clients against a running server on loopback, each sending

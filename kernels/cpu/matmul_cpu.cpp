@@ -38,19 +38,19 @@ Bodies bodies(CpuIsa isa) {
 // 2 threads, slower than on one (44.6-47.0), because at the end of nearly
 // every product the caller waited for a helper that had lost its core
 // inside a panel; as RedoJobs, 37.6-39.7 ms, and with nothing else running
-// alike (3 alternated rounds; docs/PERFORMANCE.md, "Twenty-second
-// session"). Every panel product given weights_outlive_call runs so, at
+// alike (3 alternated rounds of `mstar-bench checkpoint --roofline 30
+// --neighbours 1`). Every panel product given weights_outlive_call runs so, at
 // any rows up to kPanelMaxRows: at 16 streams beside one busy loop the
 // step on 2 threads took 94-116 ms as RedoJobs against 114-145 as ordinary
 // jobs (1 thread: 113-123; 4 alternated rounds, bf16 activations), with
 // f32 activations 154-171 against 187-206 (1 thread: 193-210; 3 rounds),
-// and with nothing else running alike ("Twenty-third session").
+// and with nothing else running alike (`checkpoint --streams 16 --neighbours 1`).
 //
 // Where the bodies' copies of x start: at a 64-byte boundary, except for
 // one row, 16 bytes past one. From malloc's 16-byte boundary every 64-byte
 // load of a row straddled two cache lines, and at 16 rows, hot, on the
-// Intel machine aligned rows took 430-440 µs against 497-550
-// (docs/PERFORMANCE.md, "bf16 activations"). A one-row product is bound by
+// Zen 5 machine aligned rows took 430-440 µs against 497-550
+// (`mstar-bench matmul --rows 16 --cache hot`). A one-row product is bound by
 // the read of its weights instead, and on Zen 4 the one-stream step
 // measured faster with x off the boundary, though the product alone, hot,
 // measured slower (one thread: 109 to 122 against 92 to 109 µs; the cause
@@ -58,7 +58,7 @@ Bodies bodies(CpuIsa isa) {
 // one thread 37.90 against 42.54 ms (8 alternated rounds), on two, with
 // the copies below, 32.87 against 33.97 (10 rounds); with f32 activations
 // on two, the allocator's placement against a 64-byte boundary, 33.61
-// against 35.58 (10 rounds; "Twenty-ninth session").
+// against 35.58 (10 rounds; `mstar-bench checkpoint --roofline 20`).
 constexpr size_t kOneRowSkew = 16;
 
 // The first of n elements of v, resized to hold them where x for `rows`
@@ -110,8 +110,8 @@ thread_local std::vector<float> t_aside;
 // record keeps the largest copies of x it has taken, so the first free
 // one, not the next: the others grow only while a helper holds one. At 64
 // streams of a Qwen2.5-0.5B-shaped checkpoint the process's peak resident
-// memory went from 1,442 MB to 1,417 MB, the steps alike (docs/PERFORMANCE.md,
-// "Twenty-third session").
+// memory went from 1,442 MB to 1,417 MB, the steps alike (`/usr/bin/time -f %M
+// mstar-bench checkpoint QWEN --streams 64 --tokens 16`).
 constexpr int kPanelJobs = 16;
 std::mutex g_panels_mutex;  // one redo product at a time, and release_weights_cpu
 PanelJob g_panels[kPanelJobs];
@@ -311,10 +311,10 @@ void matmul_bf16_tiles(const MatmulParams& p) {
 // step) too: with both one-row bodies reading a panel as one stream
 // (row_stream), the pairs measured faster than the f32 panels over x
 // rounded (the same product), which had been the faster with 4 x 1 tiles
-// for rows of weights up to 1,536 ("Twentieth session"). The
+// for rows of weights up to 1,536. The
 // Qwen2.5-0.5B-shaped one-stream step on Zen 4 took 18.87 against 19.73 ms
 // where the read was 45 GB/s or more, 28.86 against 29.05 at 35 to 40 (16
-// alternated rounds; docs/PERFORMANCE.md, "Twenty-seventh session").
+// alternated rounds of `mstar-bench checkpoint --roofline 20`).
 void matmul_bf16_pairs(const MatmulParams& p, MatmulPath path) {
   const int64_t xs = (p.in + 1) / 2 * 2;
   const uint16_t* xb = rounded_bf16(p, xs, p.rows);
@@ -382,7 +382,7 @@ void matmul_cpu_path(const MatmulParams& p, CpuIsa isa, MatmulPath path) {
   // boundary). On Zen 4 the one-thread step with f32 activations measured
   // 46.76 against 52.39 ms where the read was 30 to 35 GB/s and 53.69
   // against 60.06 under 30, alike above 45 (14 alternated rounds;
-  // docs/PERFORMANCE.md, "Twenty-ninth session"). Not measured on other
+  // `mstar-bench checkpoint --roofline 20`). Not measured on other
   // processors, nor for pair panels, which broadcast x 4 bytes at a time
   // and read it where it lies.
   MatmulParams q = p;
@@ -422,7 +422,7 @@ int64_t redo_cols(const MatmulParams& p, CpuIsa isa) {
 // one-stream step on Zen 4 took 20.38 against 20.75 ms where the read
 // measured just before was 45 GB/s or more (168 and 210 pairs), and alike
 // at 30 to 40 GB/s (bf16 activations, 42 alternated rounds;
-// docs/PERFORMANCE.md, "Twenty-eighth session"): a small gain, where a step
+// `mstar-bench checkpoint --roofline 20`): a small gain, where a step
 // is shortest.
 void matmul_group_cpu(const MatmulParams* ps, int n) {
   MSTAR_ASSERT(n >= 0 && n <= kMatmulGroupMax, "matmul_group_cpu: at most kMatmulGroupMax products");

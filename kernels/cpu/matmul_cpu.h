@@ -26,8 +26,8 @@
 // packed path would build, so one body serves decode and prefill. On
 // AVX-512 its tiles broadcast x (a bf16 pair, or two f32) against 4 vectors
 // of weights, which reading rows cannot: there every load of weights needs
-// a load of x (docs/PERFORMANCE.md, "Thirtieth session", says by how much
-// that measured faster).
+// a load of x (docs/PERFORMANCE.md, "Pair panels", says by how much that
+// measured faster with `mstar-bench matmul`).
 #include <cstdint>
 
 #include "kernels/cpu/isa.h"
@@ -38,11 +38,11 @@ namespace mstar::kernels {
 enum class MatmulPath : unsigned char { panels, packed, tiles };
 
 // Rows at or under this take the panels, above it the packed path; measured
-// with `mstar-bench matmul` (docs/PERFORMANCE.md, "Matrix products"): at 64
-// rows the AVX-512 panels took 3.7 ms hot against 4.3 packed.
+// with `mstar-bench matmul` (its `panels` and `packed` methods, on a Zen 5
+// machine): at 64 rows the AVX-512 panels took 3.7 ms hot against 4.3 packed.
 constexpr int64_t kPanelMaxRows = 64;
-// The avx2 bodies' boundary, measured lower: on the avx2 machine (bf16, 2
-// threads, 3 alternated rounds; docs/PERFORMANCE.md, "Ninth session") packed
+// The avx2 bodies' boundary, measured lower: on the avx2 machine (Zen 3,
+// bf16, 2 threads, 3 alternated rounds of `mstar-bench matmul`) packed
 // took 0.78-0.96 of the panels' time at 48 and 56 rows, 0.83-1.00 at 64,
 // 0.87-1.02 at 40 and 0.92-1.17 at 32.
 constexpr int64_t kPanelMaxRowsAvx2 = 40;
@@ -70,8 +70,8 @@ inline MatmulPath matmul_path(const MatmulParams& p, CpuIsa isa) {
 // weights. From 16 columns (304 tasks for an 896 -> 4864 product) to 64, the
 // bf16 one-row product on 2 threads went from 91-100 to 58-63 µs hot and
 // from 213-251 to 136-184 µs cold, and the 16-row one from 327-343 to
-// 252-262 µs hot (3 alternated rounds, idle machine; docs/PERFORMANCE.md,
-// "Sixth session").
+// 252-262 µs hot (`mstar-bench matmul --rows 1,4,8,12,16 --threads 2`, 3
+// alternated rounds on an idle Zen 5 machine).
 constexpr int64_t kPanelCols = 64;
 static_assert(kPanelCols == kPairPanelCols, "a panel of the f32 bodies is a pair panel");
 
@@ -86,8 +86,8 @@ void matmul_cpu_path(const MatmulParams& p, CpuIsa isa, MatmulPath path);
 // 35 GB/s, 28.97 against 30.31 at 35 to 40 and 19.87 against 22.58 at 45
 // and up (8 alternated rounds). With f32 activations the same requests
 // made it slower: 20.53 against 18.45 ms at 45 and up, on one thread 36.32
-// against 32.05 at 35 to 40 (8 rounds; docs/PERFORMANCE.md, "Thirtieth
-// session"), so that body asks for nothing.
+// against 32.05 at 35 to 40 (8 rounds of `mstar-bench checkpoint --roofline
+// 20`), so that body asks for nothing.
 constexpr int64_t kPairAhead = 16;
 
 // Per ISA:

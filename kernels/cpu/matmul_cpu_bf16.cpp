@@ -117,7 +117,7 @@ void tile(const MatmulParams& p, const uint16_t* xb, int64_t xs, int64_t o, int6
   // 576-738 to 520-604 us, 4864 -> 896 from 629-856 to 527-610, the logits
   // from 17.3-19.2 to 15.5-17.2 ms, and the Qwen2.5-0.5B-shaped 16-stream
   // step's scaling over one stream from 6.75-7.18 to 8.12-8.44
-  // (docs/PERFORMANCE.md, "Twenty-first session").
+  // (`mstar-bench matmul --rows 16 --cache cold` and `checkpoint --streams 1,16`).
   const int64_t ahead = r0 == 0 ? C : 2 * C;
   const char* next = o + ahead + C <= p.out ? reinterpret_cast<const char*>(w + (o + ahead) * K) : nullptr;
   const auto step = [&](int64_t k, int64_t left) {
@@ -164,7 +164,7 @@ void columns(const MatmulParams& p, const uint16_t* xb, int64_t xs, int64_t o, i
 // products came here (medians 19.85 against 19.90 ms where the read was 45
 // GB/s or more, 29.03 against 29.22 at 35 to 40, 20 alternated rounds), and
 // faster once every one-row product did (matmul_cpu.cpp says by how much;
-// docs/PERFORMANCE.md, "Twenty-seventh session").
+// `mstar-bench checkpoint --roofline 20`, grouped by the read).
 void row_stream(const MatmulParams& p, const uint16_t* xb, int64_t o0, int64_t n) {
   const int64_t K = p.in;
   const auto* w = static_cast<const uint16_t*>(p.w);

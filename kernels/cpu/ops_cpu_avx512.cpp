@@ -5,7 +5,7 @@
 // The avx512_bf16 level runs these same bodies. A bf16 pair dot product
 // (vdpbf16ps) for attention's q.k over bf16 caches was written and measured
 // (hd 128, 32/8 heads, 4,096 entries, hot, one thread, medians of 8
-// interleaved runs on the 2-core AMD EPYC of docs/PERFORMANCE.md):
+// interleaved runs of `mstar-bench kernels` on a 2-core AMD EPYC, Zen 5):
 //   - queries rounded to bf16: about 12% faster than this body, but the
 //     outputs moved by up to 1.5e-2 from the reference (3e-4 at softmax scale
 //     1/sqrt(D), 1.5e-2 at the ring test's 0.3), far outside the cpu

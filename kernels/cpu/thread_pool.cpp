@@ -34,8 +34,8 @@ constexpr auto kSpin = std::chrono::microseconds(200);
 // us, and the Qwen2.5-0.5B-shaped 16-stream step went from 112-135 to
 // 106-114 ms. On the idle machine the two polls measured alike; beside
 // busy-looping neighbours neither kept a 0.4 ms product on 2 threads from
-// being slower than on 1 in some rounds (docs/PERFORMANCE.md, "Nineteenth
-// session").
+// being slower than on 1 in some rounds (`mstar-bench matmul --rows 1
+// --neighbours 2`); a helper's move off the caller's core (below) answered that.
 inline void relax() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
@@ -250,7 +250,7 @@ class Pool {
     // beside any runnable process (a fuzzer at nice 19, a busy neighbour)
     // can lend the caller's core for a whole time slice, milliseconds, at
     // the end of every product. Beside two niced fuzzers (Zen 4, 3
-    // alternated rounds; docs/PERFORMANCE.md, "Twentieth session") the
+    // alternated rounds of `mstar-bench checkpoint` and `matmul`) the
     // Qwen2.5-0.5B-shaped one-stream step went from 44.6-51.9 to 31.7-34.5
     // ms with the poll, and with two busy neighbours added a one-row 896 ->
     // 4864 product on 2 threads went from 307-430 us (1 thread: 361-391)
@@ -312,8 +312,8 @@ class Pool {
       // 4864 bf16 product (median 370 us; one thread about 360); with the
       // move, 3 to 10 times in 3,587 to 3,825 jobs, and in 4 alternated
       // rounds 2 threads took 208-295 us against 312-369 on one, where
-      // before they took 266-387 (docs/PERFORMANCE.md, "Twenty-first
-      // session"). With nothing else running it came once in the 39,169
+      // before they took 266-387 (`mstar-bench matmul --rows 1 --cache
+      // cold --neighbours 2`). With nothing else running it came once in the 39,169
       // jobs of a decode run.
       const int cpu = current_cpu();
       if (cpu >= 0 && cpu == caller_cpu_.load(std::memory_order_relaxed) && !move_off(cpu)) {

@@ -47,8 +47,8 @@ namespace mstar::kernels {
 // a shared counter handed them out: on Zen 4 the Qwen2.5-0.5B-shaped
 // one-stream step's median went from 24.54 to 22.82 ms in the steps whose
 // read (measured just before) was 45 GB/s or more, and from 30.93 to 30.53
-// at 35 to 40 (20 alternated rounds; docs/PERFORMANCE.md, "Twenty-seventh
-// session").
+// at 35 to 40 (20 alternated rounds of `mstar-bench checkpoint --roofline
+// 20`, grouped by tools/bench/roofline_bands.py).
 struct RedoJob {
   static constexpr int kMaxItems = 1 << 14;
   static constexpr int kMaxParts = 64;  // threads past that only take the others' leftovers

@@ -2,9 +2,9 @@
 // cuBLAS, opened when the CUDA backend first needs it rather than linked.
 // Linked, its two libraries (libcublas and the libcublasLt it needs) were
 // loaded into every mstar program at start, GPU or not: `mstar-check --help`
-// peaked at 219 MB resident, against 5.3 MB without them (docs/PERFORMANCE.md,
-// "Seventeenth session"). Most runs use the cpu backend, and `mstar-check`
-// none.
+// peaked at 219 MB resident, against 5.3 MB without them (`/usr/bin/time -f
+// %M`; docs/PERFORMANCE.md, "CUDA backend"). Most runs use the cpu backend,
+// and `mstar-check` none.
 #include <cublas_v2.h>
 
 namespace mstar::kernels::cuda_detail {

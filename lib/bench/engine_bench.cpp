@@ -372,8 +372,8 @@ Table bench_roofline(const ResolvedDeployment& d, int pairs, int neighbours) {
   // the threads, not two copies of the weights. Two models loaded apart,
   // both on one thread, measured over_one 0.968 to 1.01 (median 0.977, 18
   // runs of 20 pairs; 0.975 to 0.991 with the pair's order swapped), one
-  // model over shared weights 0.996 to 1.00 (6 runs; docs/PERFORMANCE.md,
-  // "Thirty-fifth session").
+  // model over shared weights 0.996 to 1.00 (6 runs of `mstar-bench
+  // checkpoint --roofline 20`, each model on one thread).
   ModelOptions one_options = sb.options;
   one_options.threads = 1;
   std::unique_ptr<Model> one_built;

@@ -6,7 +6,7 @@
 // kernel that only streams in, as attention and the decode products do:
 // each thread's share walked once as one stream (read) and once as
 // kReadStreams runs at once (read4), which one core reads faster on some
-// machines (docs/PERFORMANCE.md, "Fourteenth session").
+// machines (on a Zen 3, 20.6-24.9 GB/s against 16.4-18.9 on 2 threads).
 #include <cstdint>
 #include <string>
 

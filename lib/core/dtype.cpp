@@ -158,7 +158,7 @@ namespace {
 // One loop with an early exit is not vectorised: loading the
 // Qwen2.5-0.5B-shaped bf16 checkpoint (942 MiB) took 1.25-1.28 s with it and
 // 0.99-1.01 s with blocks (`mstar-bench checkpoint --threads 1`, load_s,
-// seventeenth session).
+// alternated builds on one core).
 template <typename U>
 std::optional<std::size_t> first_all_ones(const U* u, std::size_t n, U mask) {
   constexpr std::size_t kBlock = 4096;

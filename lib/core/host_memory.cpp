@@ -40,7 +40,7 @@ std::size_t rounded_size(std::size_t bytes) { return bytes == 0 ? kAlign : (byte
 // test binary run in one process gave a 5 MiB block no huge page at all.
 // The cost, measured: loading the Qwen2.5-0.5B-shaped checkpoint takes 0.75
 // s against 0.71 (medians of 6 alternated runs of mstar-bench checkpoint,
-// docs/PERFORMANCE.md, "Thirty-first session"): every block is faulted in
+// docs/PERFORMANCE.md, "Weights in memory"): every block is faulted in
 // fresh.
 std::size_t page_size() {
   static const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));

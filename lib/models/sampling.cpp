@@ -152,9 +152,9 @@ int32_t Sampler::sample(std::span<const float> given) {
     // (`mstar-bench sample`: logits drawn from N(0, 3), 22% of them
     // candidates) took 134 µs against 166 with every logit bucketed over
     // [0, 40] by vector ops and 214 by this file's own loops (compiled for
-    // the baseline instruction set); with logits from N(0, 0.01), 290
-    // against 733 (medians of 5 alternated runs; docs/PERFORMANCE.md,
-    // "Thirty-fourth session").
+    // the baseline instruction set); with logits from N(0, 0.01) (the bench's
+    // spread edited), 290 against 733 (medians of 5 alternated runs of
+    // `mstar-bench sample`; docs/PERFORMANCE.md, "Today's figures").
     const double bound = std::log(static_cast<double>(n) / ((1.0 - p_.top_p) * all)) + 1.0;
     const float range = bound < kZRange ? static_cast<float>(bound) : kZRange;
     const float floor = bound < kZRange ? mx - range / inv_t : -INFINITY;
