@@ -32,12 +32,16 @@ struct OpTable {
   // fastest in (one it takes).
   WeightLayout (*preferred_layout)(DType w, int64_t in) = nullptr;
 
-  // The bodies; every one is required but matmul_group and release_weights.
+  // The bodies; every one is required but matmul_group, release_weights and
+  // those marked below.
   void (*matmul)(const MatmulParams&) = nullptr;
   void (*matmul_group)(const MatmulParams* ps, int n) = nullptr;  // null: each product by matmul
   void (*release_weights)() = nullptr;  // null: nothing reads weights after a product returns
   void (*rmsnorm)(const RmsNormParams&) = nullptr;
   void (*silu_mul)(const SiluMulParams&) = nullptr;
+  // Bodies a backend may not have yet (null: the op refuses it, naming it).
+  void (*layer_norm)(const LayerNormParams&) = nullptr;
+  void (*activate)(const ActivateParams&) = nullptr;
   void (*rope)(const RopeParams&) = nullptr;
   void (*embed)(const EmbedParams&) = nullptr;
   void (*gather_rows)(const GatherRowsParams&) = nullptr;

@@ -114,6 +114,37 @@ void silu_mul(Backend b, const SiluMulParams& p) {
   op_table(b, op).silu_mul(p);
 }
 
+void layer_norm(Backend b, const LayerNormParams& p) {
+  constexpr const char* op = "layer_norm";
+  nonneg(op, "rows", p.rows);
+  check(p.width > 0, op, fmt::format("width must be positive, got {}", p.width));
+  check(p.eps > 0.0, op, fmt::format("eps must be positive, got {}", p.eps));
+  if (p.rows == 0) return;
+  check(p.x && p.out, op, "x and out are required");
+  const OpTable& t = op_table(b, op);
+  check(t.layer_norm != nullptr, op, fmt::format("the {} backend has no body for it", to_string(b)));
+  t.layer_norm(p);
+}
+
+const char* activation_name(Activation a) {
+  switch (a) {
+    case Activation::silu: return "silu";
+    case Activation::gelu: return "gelu";
+    case Activation::gelu_tanh: return "gelu_tanh";
+  }
+  return "?";
+}
+
+void activate(Backend b, const ActivateParams& p) {
+  constexpr const char* op = "activate";
+  nonneg(op, "n", p.n);
+  if (p.n == 0) return;
+  check(p.a != nullptr, op, "a is required");
+  const OpTable& t = op_table(b, op);
+  check(t.activate != nullptr, op, fmt::format("the {} backend has no body for it", to_string(b)));
+  t.activate(p);
+}
+
 void rope(Backend b, const RopeParams& p) {
   constexpr const char* op = "rope";
   nonneg(op, "tokens", p.tokens);

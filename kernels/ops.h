@@ -48,6 +48,37 @@ struct RmsNormParams {
   int threads = 1;
 };
 
+// out[r] = (x[r] - mean(x[r])) / sqrt(var(x[r]) + eps) * w + bias, the
+// variance the population one (divided by width); w and bias optional (null:
+// 1 and 0), as LayerNorm with and without its affine parameters.
+struct LayerNormParams {
+  int64_t rows = 0, width = 0;
+  const float* x = nullptr;     // [rows, width]
+  const float* w = nullptr;     // [width] or null
+  const float* bias = nullptr;  // [width] or null
+  double eps = 1e-5;
+  float* out = nullptr;  // [rows, width]; may be x
+  int threads = 1;
+};
+
+// The activations a feed-forward block applies.
+enum class Activation : unsigned char {
+  silu,       // x * sigmoid(x)
+  gelu,       // x * Phi(x), the exact (erf) form
+  gelu_tanh,  // 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))
+};
+const char* activation_name(Activation a);  // "silu", "gelu", "gelu_tanh"
+
+// a = act(a) * b over n entries (a gated feed-forward), or a = act(a)
+// where b is null (a plain one).
+struct ActivateParams {
+  int64_t n = 0;
+  float* a = nullptr;
+  const float* b = nullptr;
+  Activation act = Activation::silu;
+  int threads = 1;
+};
+
 // a = silu(a) * b over n entries.
 struct SiluMulParams {
   int64_t n = 0;
@@ -120,6 +151,8 @@ constexpr int kMatmulGroupMax = 4;
 void matmul_group(Backend b, const MatmulParams* ps, int n);
 void rmsnorm(Backend b, const RmsNormParams& p);
 void silu_mul(Backend b, const SiluMulParams& p);
+void layer_norm(Backend b, const LayerNormParams& p);
+void activate(Backend b, const ActivateParams& p);
 void rope(Backend b, const RopeParams& p);
 void embed(Backend b, const EmbedParams& p);
 void gather_rows(Backend b, const GatherRowsParams& p);
@@ -151,6 +184,8 @@ void embed_host(const EmbedParams& p);
 void gather_rows_host(const GatherRowsParams& p);
 void add_rows_host(const AddRowsParams& p);
 void lerp_host(const LerpParams& p);
+void layer_norm_reference(const LayerNormParams& p);
+void activate_reference(const ActivateParams& p);
 
 // Host only (the sampler reads logits on the host): out[i] = exp((x[i] -
 // shift) * scale) for i < n, and their sum; the cpu backend's vector exp

@@ -1,4 +1,6 @@
-// The cpu backend's table: per-ISA bodies on one thread pool.
+// The cpu backend's table: per-ISA bodies on one thread pool. Layer norm and
+// the GELU activations, which no shipped family runs, take the reference's
+// loops until a family needs them fast.
 #include "kernels/cpu/isa.h"
 #include "kernels/op_table.h"
 
@@ -32,6 +34,8 @@ const OpTable& cpu_op_table() {
     o.release_weights = release_weights_cpu;
     o.rmsnorm = rmsnorm_cpu;
     o.silu_mul = silu_mul_cpu;
+    o.layer_norm = layer_norm_reference;
+    o.activate = activate_reference;
     o.rope = rope_cpu;
     o.embed = embed_host;
     o.gather_rows = gather_rows_host;

@@ -1,6 +1,7 @@
 // The reference trunk ops: plain loops (the products and norms in double),
 // the oracle the cpu and cuda backends are tested against.
 #include <cmath>
+#include <numbers>
 #include <vector>
 
 #include "kernels/ops.h"
@@ -44,6 +45,35 @@ void rmsnorm_reference(const RmsNormParams& p) {
 
 void silu_mul_reference(const SiluMulParams& p) {
   for (int64_t i = 0; i < p.n; ++i) p.a[i] = p.a[i] / (1.0f + std::exp(-p.a[i])) * p.b[i];
+}
+
+void layer_norm_reference(const LayerNormParams& p) {
+  for (int64_t r = 0; r < p.rows; ++r) {
+    const float* x = p.x + r * p.width;
+    double sum = 0, ss = 0;
+    for (int64_t i = 0; i < p.width; ++i) sum += x[i];
+    const double mean = sum / static_cast<double>(p.width);
+    for (int64_t i = 0; i < p.width; ++i) ss += (x[i] - mean) * (x[i] - mean);
+    const double inv = 1.0 / std::sqrt(ss / static_cast<double>(p.width) + p.eps);
+    float* out = p.out + r * p.width;
+    for (int64_t i = 0; i < p.width; ++i)
+      out[i] = static_cast<float>((x[i] - mean) * inv * (p.w ? p.w[i] : 1.0) + (p.bias ? p.bias[i] : 0.0));
+  }
+}
+
+void activate_reference(const ActivateParams& p) {
+  for (int64_t i = 0; i < p.n; ++i) {
+    const double a = p.a[i];
+    double y = 0;
+    switch (p.act) {
+      case Activation::silu: y = a / (1.0 + std::exp(-a)); break;
+      case Activation::gelu: y = 0.5 * a * (1.0 + std::erf(a / std::sqrt(2.0))); break;
+      case Activation::gelu_tanh:
+        y = 0.5 * a * (1.0 + std::tanh(std::sqrt(2.0 / std::numbers::pi) * (a + 0.044715 * a * a * a)));
+        break;
+    }
+    p.a[i] = static_cast<float>(p.b ? y * p.b[i] : y);
+  }
 }
 
 void rope_reference(const RopeParams& p) {

@@ -16,6 +16,8 @@ const OpTable& reference_op_table() {
     o.matmul = matmul_reference;
     o.rmsnorm = rmsnorm_reference;
     o.silu_mul = silu_mul_reference;
+    o.layer_norm = layer_norm_reference;
+    o.activate = activate_reference;
     o.rope = rope_reference;
     o.embed = embed_host;
     o.gather_rows = gather_rows_host;
