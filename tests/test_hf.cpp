@@ -17,7 +17,7 @@
 
 #include "bench/step_flops.h"
 #include "config/manifest.h"
-#include "models/hf_decoder.h"
+#include "models/families/hf_decoder.h"
 #include "models/model.h"
 #include "models/params.h"
 #include "models/safetensors.h"

@@ -17,9 +17,9 @@
 #include "models/safetensors.h"
 #include "models/sampling.h"
 #include "models/trunk.h"
-#include "models/tts_model.h"
+#include "models/families/tts.h"
 #include "models/weights.h"
-#include "models/world_model.h"
+#include "models/families/world.h"
 #include "kernels/ops.h"
 #include "resources/resource_set.h"
 #include "kernels/rope.h"
@@ -34,7 +34,7 @@ namespace {
 TrunkNames names(int64_t l) {
   const std::string p = fmt::format("layers.{}.", l);
   return {p + "attn_norm.weight", p + "attn.q.weight", p + "attn.k.weight", p + "attn.v.weight", p + "attn.o.weight",
-          p + "mlp_norm.weight",  p + "mlp.gate.weight", p + "mlp.up.weight", p + "mlp.down.weight", "", "", ""};
+          p + "mlp_norm.weight",  p + "mlp.gate.weight", p + "mlp.up.weight", p + "mlp.down.weight", "", "", "", "", ""};
 }
 
 // Dense softmax attention with grouped-query heads, in double: query i sees
@@ -75,7 +75,7 @@ std::vector<float> full_history_logits(const TtsArchitecture& a, const Weights& 
                                        const std::vector<int32_t>& tokens) {
   const auto& c = a.common;
   ModelParams params(w, Backend::reference);
-  Trunk trunk(a.trunk(), params, names, "final_norm.weight", DType::f32, ModelOptions{Backend::reference, 1});
+  Trunk trunk(a.trunk(), params, names, "final_norm.weight", "", DType::f32, ModelOptions{Backend::reference, 1});
   std::vector<int32_t> all = voice;
   all.insert(all.end(), tokens.begin(), tokens.end());
   const auto n = static_cast<int64_t>(all.size());
@@ -372,7 +372,7 @@ struct NaiveWorld {
 
   NaiveWorld(const WorldArchitecture& arch, const RingKVConfig& cfg, const Weights& w)
       : a(arch), c(cfg), params(w, Backend::reference),
-        trunk(arch.trunk(), params, names, "final_norm.weight", DType::f32, ModelOptions{Backend::reference, 1}) {}
+        trunk(arch.trunk(), params, names, "final_norm.weight", "", DType::f32, ModelOptions{Backend::reference, 1}) {}
 
   void pass(const std::vector<std::string>& rids, const std::vector<int64_t>& frames, const std::vector<float>& lat,
             const std::vector<float>& controls, float noise, bool commit, std::vector<float>& out) {

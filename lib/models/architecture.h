@@ -8,15 +8,23 @@
 
 #include <nlohmann/json.hpp>
 
+#include "models/blocks/feed_forward.h"
+#include "models/blocks/norm.h"
 #include "models/tensors.h"
 
 namespace mstar {
 
-// The decoder trunk every family has so far.
+// The decoder trunk's shape and the blocks it is composed of: per layer a
+// norm, attention, a norm and a feed-forward block, each with a residual.
 struct TrunkShape {
   int64_t layers = 0, width = 0, heads = 0, kv_heads = 0, head_dim = 0, mlp_width = 0;
   double norm_eps = 1e-6;
   bool qkv_bias = false;  // q, k and v projections add a bias
+  NormKind norm = NormKind::rms;  // every layer's two norms and the final one
+  bool norm_bias = false;         // a layer norm with a bias
+  FeedForwardSpec mlp;            // SwiGLU unless a family says otherwise
+
+  NormSpec norm_spec() const { return {norm, norm_eps, norm_bias}; }
 };
 
 class Architecture {

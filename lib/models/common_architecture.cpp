@@ -19,7 +19,7 @@ bool read_common_architecture(FieldSource& src, CommonArchitecture& c) {
 TrunkNames inhouse_names(int64_t l) {
   const std::string p = fmt::format("layers.{}.", l);
   return {p + "attn_norm.weight", p + "attn.q.weight", p + "attn.k.weight", p + "attn.v.weight", p + "attn.o.weight",
-          p + "mlp_norm.weight",  p + "mlp.gate.weight", p + "mlp.up.weight", p + "mlp.down.weight", "", "", ""};
+          p + "mlp_norm.weight",  p + "mlp.gate.weight", p + "mlp.up.weight", p + "mlp.down.weight", "", "", "", "", ""};
 }
 
 void append_trunk_tensors(const CommonArchitecture& c, std::vector<TensorSpec>& t) {

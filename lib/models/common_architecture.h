@@ -35,8 +35,10 @@ struct CommonArchitecture {
   }
   bool operator==(const CommonArchitecture&) const = default;
 
-  // The trunk these fields describe (RMSNorm epsilon 1e-6, no biases).
-  TrunkShape trunk() const { return {layers, width, heads, kv_heads, head_dim, mlp_width, 1e-6, false}; }
+  // The trunk these fields describe (RMSNorm epsilon 1e-6, no biases, SwiGLU).
+  TrunkShape trunk() const {
+    return {layers, width, heads, kv_heads, head_dim, mlp_width, 1e-6, false, NormKind::rms, false, FeedForwardSpec{}};
+  }
 };
 
 // Reads the common fields and checks the rules every family shares; false

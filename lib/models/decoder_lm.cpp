@@ -21,7 +21,7 @@ DecoderLM::DecoderLM(const Architecture& arch, DecoderSpec spec, const Weights& 
       spec_(std::move(spec)),
       options_(options),
       params_(weights, options.backend),
-      trunk_(spec_.shape, params_, spec_.names, spec_.final_norm, spec_.matrix_dtype, options),
+      trunk_(spec_.shape, params_, spec_.names, spec_.final_norm, spec_.final_norm_bias, spec_.matrix_dtype, options),
       embed_dtype_(spec_.matrix_dtype.value_or(weights.get(spec_.embed).dtype)),
       head_dtype_(spec_.matrix_dtype.value_or(weights.get(spec_.head).dtype)),
       scratch_(allocator_for(options.backend)) {

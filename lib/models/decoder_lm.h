@@ -26,7 +26,8 @@ enum class PositionMode : unsigned char {
 struct DecoderSpec {
   TrunkShape shape;
   std::function<TrunkNames(int64_t)> names;
-  std::string final_norm;          // the final RMSNorm's weight
+  std::string final_norm;          // the final norm's weight
+  std::string final_norm_bias;     // its bias (a layer norm with one), or empty
   std::string embed;               // [vocab, width]: a token's row is its input
   std::string head;                // [vocab, width]: logits = final hidden . head^T (the embedding when tied)
   std::optional<DType> matrix_dtype;  // the dtype products read matrices in; nullopt: as stored

@@ -53,8 +53,14 @@ struct ModelFamily {
       make;
 };
 
-// The registered families; lookups throw nothing.
+// The registered families; lookups throw nothing. A pointer stays valid
+// for the process's life.
 const ModelFamily* find_family(std::string_view name);
 std::vector<std::string> family_names();
+// Adds a family (one defined outside lib/models/families, an embedder's or
+// a test's) to the registry, after the shipped ones. Throws ConfigError when
+// its name is taken or it lacks a name, a task, a resource type, a reader or
+// a constructor.
+void register_family(ModelFamily family);
 
 }  // namespace mstar

@@ -8,32 +8,37 @@ enum Use : int { kH, kQ, kK, kV, kO, kG, kU };
 
 }  // namespace
 
-// Each projection of a layer and its name in the family's TrunkNames.
-const std::pair<Trunk::Matrix Trunk::Layer::*, std::string TrunkNames::*> Trunk::kProjections[7] = {
-    {&Layer::q, &TrunkNames::q},     {&Layer::k, &TrunkNames::k},   {&Layer::v, &TrunkNames::v},
-    {&Layer::o, &TrunkNames::o},     {&Layer::gate, &TrunkNames::gate}, {&Layer::up, &TrunkNames::up},
-    {&Layer::down, &TrunkNames::down}};
+// Each projection every layer has, and its name in the family's TrunkNames
+// (the gate, which only a gated feed-forward block has, apart).
+const std::pair<Trunk::Matrix Trunk::Layer::*, std::string TrunkNames::*> Trunk::kProjections[6] = {
+    {&Layer::q, &TrunkNames::q}, {&Layer::k, &TrunkNames::k},   {&Layer::v, &TrunkNames::v},
+    {&Layer::o, &TrunkNames::o}, {&Layer::up, &TrunkNames::up}, {&Layer::down, &TrunkNames::down}};
 
 Trunk::Trunk(const TrunkShape& shape, ModelParams& params, const std::function<TrunkNames(int64_t)>& names,
-             const std::string& final_norm, std::optional<DType> matrix_dtype, const ModelOptions& options)
+             const std::string& final_norm, const std::string& final_norm_bias, std::optional<DType> matrix_dtype,
+             const ModelOptions& options)
     : shape_(shape), options_(options), release_{options.backend}, scratch_(allocator_for(options.backend)) {
   auto matrix = [&](const std::string& name) {
     const DType dt = matrix_dtype.value_or(params.weights().get(name).dtype);
     return Matrix{params.get(name, dt), dt, params.layout(name, dt)};
   };
-  auto bias = [&](const std::string& name) { return name.empty() ? nullptr : params.f32(name); };
+  auto f32 = [&](const std::string& name) { return name.empty() ? nullptr : params.f32(name); };
+  auto norm = [&](const std::string& w, const std::string& b) {
+    return Norm(shape_.norm_spec(), shape_.width, params.f32(w), f32(b), options_.backend, options_.threads);
+  };
   for (int64_t l = 0; l < shape_.layers; ++l) {
     const TrunkNames n = names(l);
     Layer L{};
-    L.attn_norm = params.f32(n.attn_norm);
-    L.mlp_norm = params.f32(n.mlp_norm);
+    L.attn_norm = norm(n.attn_norm, n.attn_norm_bias);
+    L.mlp_norm = norm(n.mlp_norm, n.mlp_norm_bias);
     for (auto [m, name] : kProjections) L.*m = matrix(n.*name);
-    L.q_bias = bias(n.q_bias);
-    L.k_bias = bias(n.k_bias);
-    L.v_bias = bias(n.v_bias);
+    if (shape_.mlp.gated) L.gate = matrix(n.gate);
+    L.q_bias = f32(n.q_bias);
+    L.k_bias = f32(n.k_bias);
+    L.v_bias = f32(n.v_bias);
     layers_.push_back(L);
   }
-  final_norm_ = params.f32(final_norm);
+  final_norm_ = norm(final_norm, final_norm_bias);
 }
 
 kernels::MatmulParams Trunk::product(const float* x, int64_t rows, int64_t in, const Matrix& w, int64_t out,
@@ -74,15 +79,12 @@ void Trunk::run(float* x, int64_t n, const LayerAttention& attend) {
   float* o = scratch_.get<float>(kO, un * static_cast<std::size_t>(qd));
   float* g = scratch_.get<float>(kG, un * static_cast<std::size_t>(F));
   float* u = scratch_.get<float>(kU, un * static_cast<std::size_t>(F));
-  auto norm = [&](const float* w, float* out) {
-    kernels::rmsnorm(b, {n, W, x, w, shape_.norm_eps, out, options_.threads});
-  };
   auto mm = [&](const float* in_x, int64_t in, const Matrix& w, int64_t out, float* y, bool acc) {
     kernels::matmul(b, product(in_x, n, in, w, out, y, acc, nullptr));
   };
   for (int64_t l = 0; l < shape_.layers; ++l) {
     const Layer& L = layers_[static_cast<size_t>(l)];
-    norm(L.attn_norm, h);
+    L.attn_norm.run(x, n, h);
     // q, k and v read one h, and gate and up another: one call each, so the
     // backend may run them as one job.
     const kernels::MatmulParams qkv[] = {product(h, n, W, L.q, qd, q, false, L.q_bias),
@@ -91,17 +93,31 @@ void Trunk::run(float* x, int64_t n, const LayerAttention& attend) {
     kernels::matmul_group(b, qkv, 3);
     attend(l, q, k, v, o);
     mm(o, qd, L.o, W, x, true);
-    norm(L.mlp_norm, h);
-    const kernels::MatmulParams gate_up[] = {product(h, n, W, L.gate, F, g, false, nullptr),
-                                             product(h, n, W, L.up, F, u, false, nullptr)};
-    kernels::matmul_group(b, gate_up, 2);
-    kernels::silu_mul(b, {n * F, g, u, options_.threads});
+    L.mlp_norm.run(x, n, h);
+    feed_forward(L, h, n, g, u);
     mm(g, F, L.down, W, x, true);
   }
 }
 
-void Trunk::final_norm(const float* x, int64_t n, float* out) {
-  kernels::rmsnorm(options_.backend, {n, shape_.width, x, final_norm_, shape_.norm_eps, out, options_.threads});
+void Trunk::feed_forward(const Layer& L, const float* h, int64_t n, float* g, float* u) {
+  const Backend b = options_.backend;
+  const int64_t W = shape_.width, F = shape_.mlp_width;
+  const FeedForwardSpec& f = shape_.mlp;
+  if (!f.gated) {  // g = act(up(h))
+    kernels::matmul(b, product(h, n, W, L.up, F, g, false, nullptr));
+    kernels::activate(b, {n * F, g, nullptr, f.act, options_.threads});
+    return;
+  }
+  // gate and up read one h: one call, so the backend may run them as one job.
+  const kernels::MatmulParams gate_up[] = {product(h, n, W, L.gate, F, g, false, nullptr),
+                                           product(h, n, W, L.up, F, u, false, nullptr)};
+  kernels::matmul_group(b, gate_up, 2);
+  if (f.act == kernels::Activation::silu)
+    kernels::silu_mul(b, {n * F, g, u, options_.threads});  // SwiGLU: the vectorised body every shipped family runs
+  else
+    kernels::activate(b, {n * F, g, u, f.act, options_.threads});
 }
+
+void Trunk::final_norm(const float* x, int64_t n, float* out) { final_norm_.run(x, n, out); }
 
 }  // namespace mstar

@@ -1,4 +1,4 @@
-#include "models/hf_decoder.h"
+#include "models/families/hf_decoder.h"
 
 #include <cmath>
 #include <fstream>
@@ -30,6 +30,8 @@ TrunkNames hf_names(int64_t l, bool bias) {
                p + "mlp.gate_proj.weight",
                p + "mlp.up_proj.weight",
                p + "mlp.down_proj.weight",
+               "",
+               "",
                "",
                "",
                ""};

@@ -1,4 +1,4 @@
-#include "models/tts_model.h"
+#include "models/families/tts.h"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "models/world_model.h"
+#include "models/families/world.h"
 
 #include <cmath>
 
@@ -67,7 +67,7 @@ WorldModel::WorldModel(const WorldArchitecture& arch, const Weights& weights, co
     : arch_(arch),
       options_(options),
       params_(weights, options.backend),
-      trunk_(arch.trunk(), params_, inhouse_names, "final_norm.weight", DType::f32, options),
+      trunk_(arch.trunk(), params_, inhouse_names, "final_norm.weight", "", DType::f32, options),
       scratch_(allocator_for(options.backend)) {
   const auto theta = static_cast<double>(arch.common.rope_theta);
   const auto& w = arch.world;
