@@ -32,6 +32,17 @@ class Sampler {
   void set_state(const std::string& text);
 
  private:
+  // The draws sample() picks between, once the logits are ordered (no NaN,
+  // no +infinity), `mx` their largest and `inv_t` the temperature's inverse,
+  // finite. Each returns the token drawn. Greedy, and the low temperatures
+  // that draw what greedy draws, are sample()'s own: the first of the largest.
+  // top_k truncates (`keep` tokens), then top_p of their mass.
+  int32_t draw_top_k(std::span<const float> logits, float mx, float inv_t, size_t keep);
+  // top_p of the whole vocabulary's mass `all`, every logit weighed already.
+  int32_t draw_top_p(std::span<const float> logits, float mx, float inv_t, double all);
+  // By weights_ as they stand, over `n` tokens: untruncated, or top_p's nucleus.
+  int32_t draw_weighted(size_t n);
+
   SamplingParams p_;
   std::mt19937_64 gen_;
   std::vector<float> finite_;                      // [vocab] the logits, made ordered, when some are not finite
