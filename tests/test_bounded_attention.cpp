@@ -166,7 +166,7 @@ struct Harness {
       std::vector<float> k = k_in ? (*k_in)[static_cast<size_t>(l)] : rng.normals(static_cast<size_t>(total_kv * H * D));
       std::vector<float> v = v_in ? (*v_in)[static_cast<size_t>(l)] : rng.normals(static_cast<size_t>(total_kv * H * D));
       std::vector<float> out(static_cast<size_t>(total_q * Hq * D), -7.0f);
-      BoundedAttendArgs a;
+      LayerPass a;
       a.q = f32_view(q.data(), Shape{total_q, Hq, D});
       a.q_indptr = q_indptr;
       a.k = f32_view(k.data(), Shape{total_kv, H, D});

@@ -45,7 +45,7 @@ TEST_CASE("memory_bytes equals the analytic footprint and stays flat however lon
     kv.plan(s, ctx);
     std::vector<float> q = rng.normals(2 * 2 * 8), k = rng.normals(6 * 2 * 8), v = rng.normals(6 * 2 * 8), o(2 * 2 * 8);
     const std::vector<int32_t> qi{0, 1, 2};
-    BoundedAttendArgs a;
+    LayerPass a;
     a.q = f32_view(q.data(), Shape{2, 2, 8});
     a.q_indptr = qi;
     a.k = f32_view(k.data(), Shape{6, 2, 8});

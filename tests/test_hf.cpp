@@ -90,7 +90,7 @@ struct Served {
 // tokens and every choice's logits.
 std::vector<int32_t> run_greedy(Served& s, const std::vector<int32_t>& voice, const std::vector<int32_t>& prompt,
                                 int steps, std::vector<std::vector<float>>& logits) {
-  for (BoundedKVManager* b : s.kv.all<BoundedKVManager>()) b->register_source(1, static_cast<int64_t>(voice.size()));
+  s.kv.register_source(1, static_cast<int64_t>(voice.size()));
   s.model->prefill_source(s.kv, 1, voice, 1);
   s.kv.ingest_request("r");
   std::vector<int32_t> out, feed = prompt;

@@ -102,7 +102,7 @@ std::vector<float> full_history_logits(const TtsArchitecture& a, const Weights& 
 std::vector<int32_t> greedy_through_cache(TokenModel& model, ResourceSet& kv, const std::vector<int32_t>& voice,
                                           const std::vector<int32_t>& prompt, int steps,
                                           std::vector<std::vector<float>>* all_logits = nullptr) {
-  for (BoundedKVManager* b : kv.all<BoundedKVManager>()) b->register_source(1, static_cast<int64_t>(voice.size()));
+  kv.register_source(1, static_cast<int64_t>(voice.size()));
   model.prefill_source(kv, 1, voice, 1);
   kv.ingest_request("r");
   std::vector<int32_t> out, feed = prompt;
@@ -213,10 +213,8 @@ TEST_CASE("tts: layers split over two resources of different windows route each 
   const auto want = greedy_through_cache(model, whole, voice, prompt, 30);
   CHECK(greedy_through_cache(model, both_long, voice, prompt, 30) == want);
   CHECK(greedy_through_cache(model, evicting, voice, prompt, 30) != want);
-  CHECK_THROWS_WITH_AS(both_long.layer<RingKVManager>(0),
-                       "resources: layer 0 is served by bounded_kv resource 'long', not the kind this model needs",
-                       InputError);
-  CHECK_THROWS_WITH_AS(both_long.layer<BoundedKVManager>(2), "resources: no resource serves layer 2", InputError);
+  CHECK_THROWS_WITH_AS(both_long.attention(2), "resources: no resource serves layer 2", InputError);
+  CHECK_THROWS_WITH_AS(both_long.attention(-1), "resources: no resource serves layer -1", InputError);
 }
 
 TEST_CASE("weights: the safetensors file the tool writes loads back to the same tokens, broken files are refused") {
@@ -507,8 +505,8 @@ TEST_CASE("world: denoising passes that do not commit never change what a later 
                                        for (int64_t l = 0; l < 2; ++l) {  // extra passes with junk inputs, not committed
                                          auto k = noise_for(99 + static_cast<uint64_t>(f), 4 * 16);
                                          auto v = noise_for(7 + static_cast<uint64_t>(f), 4 * 16);
-                                         auto [ring, local] = kv.layer<RingKVManager>(l);
-                                         ring.upsert(local, f32_view(k.data(), Shape{4, 1, 16}),
+                                         auto [memory, local] = kv.attention(l);
+                                         dynamic_cast<RingKVManager&>(memory).upsert(local, f32_view(k.data(), Shape{4, 1, 16}),
                                                      f32_view(v.data(), Shape{4, 1, 16}), false);
                                        }
                                      }));

@@ -47,8 +47,17 @@ Step step_of(const std::vector<std::string>& rids, StepContext& ctx) {
 TEST_CASE("resource set: all or none across a bounded and a ring resource") {
   ResourceSet set(two_kinds(), ResourceOptions{Backend::cpu, 1});
   for (const char* r : {"a", "b"}) set.ingest_request(r);
-  auto& bounded = set.layer<BoundedKVManager>(0).first;
-  auto& ring = set.layer<RingKVManager>(1).first;
+  auto& bounded = dynamic_cast<BoundedKVManager&>(set.attention(0).first);
+  auto& ring = dynamic_cast<RingKVManager&>(set.attention(1).first);
+
+  // Both are attention memory; only the bounded one holds sources, and only
+  // its rows have cache positions.
+  AttentionMemory& frames = set.attention(1).first;
+  CHECK(set.attention(0).first.holds_sources());
+  CHECK(!frames.holds_sources());
+  CHECK_THROWS_WITH_AS(frames.register_source(1, 4), "register_source 1: this resource holds no sources", InputError);
+  CHECK_THROWS_AS(frames.seen_before(0), InputError);
+  CHECK(set.attention(1).second == 0);  // the ring's own index for model layer 1
 
   // Two requests fit the bounded pool (2 slots) but not the ring (1 session):
   // the step waits, and the bounded resource has claimed nothing.

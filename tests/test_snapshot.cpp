@@ -403,7 +403,7 @@ TEST_CASE("bounded_kv: get_state, more steps, load_state: the same continuation 
     for (size_t i = 0; i < q.size(); ++i) q[i] = 0.1f * static_cast<float>((seed + i) % 7), k[i] = 0.2f * static_cast<float>((seed * 3 + i) % 5), v[i] = 0.3f * static_cast<float>((seed + 2 * i) % 11);
     const std::vector<int32_t> qi{0, 3};
     for (int64_t l = 0; l < 2; ++l) {
-      BoundedAttendArgs a;
+      LayerPass a;
       a.q = f32_view(q.data(), Shape{3, 2, 4});
       a.q_indptr = qi;
       a.k = f32_view(k.data(), Shape{3, 2, 4});

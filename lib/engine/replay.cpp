@@ -279,7 +279,7 @@ json replay_bounded(const json& trace, const ReplayOptions& options) {
         }
       }
       std::vector<float> o(static_cast<size_t>(total_q * Hq * D));
-      BoundedAttendArgs args;
+      LayerPass args;
       args.q = f32_view(q.data(), Shape{total_q, Hq, D});
       args.q_indptr = q_indptr;
       args.k = f32_view(k.data(), Shape{total_kv, H, D});

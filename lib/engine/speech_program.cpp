@@ -76,8 +76,7 @@ class SpeechProgram final : public Program {
     for (auto& [name, v] : voices_) {
       // The workload reader checked every voice against the resources.
       v.source = next++;
-      for (BoundedKVManager* b : kv.all<BoundedKVManager>())
-        b->register_source(v.source, static_cast<int64_t>(v.tokens.size()));
+      kv.register_source(v.source, static_cast<int64_t>(v.tokens.size()));
       model_.prefill_source(kv, v.source, v.tokens, range_.rows);
     }
   }

@@ -92,8 +92,8 @@ void DecoderLM::prefill_source(ResourceSet& kv, int id, std::span<const int32_t>
       rotate(q, len, a.heads, pos_dev);
       // Stream positions cache keys rotated; cache positions rotate on read.
       if (spec_.positions == PositionMode::stream) rotate(k, len, kvh, pos_dev);
-      auto [res, local] = kv.layer<BoundedKVManager>(l);
-      BoundedAttendArgs args;
+      auto [memory, local] = kv.attention(l);
+      LayerPass args;
       args.q = ConstTensorView{q, DType::f32, Shape{len, a.heads, hd}, Shape{a.heads * hd, hd, 1}, scratch_.allocator().device()};
       args.q_indptr = indptr;
       args.k = ConstTensorView{k, DType::f32, Shape{len, kvh, hd}, Shape{kvh * hd, hd, 1}, args.q.device};
@@ -101,7 +101,7 @@ void DecoderLM::prefill_source(ResourceSet& kv, int id, std::span<const int32_t>
       args.out = TensorView{o, DType::f32, Shape{len, a.heads, hd}, Shape{a.heads * hd, hd, 1}, args.q.device};
       args.mask = kernels::StepMask::causal;
       if (spec_.positions == PositionMode::cache) args.rope_inv_freq = {inv_freq_, static_cast<size_t>(hd / 2)};
-      res.prefill_source(id, local, r, args);
+      memory.prefill_source(id, local, r, args);
     });
   }
   synchronize(b);
@@ -138,28 +138,26 @@ std::span<const float> DecoderLM::step(ResourceSet& kv, const Step& step, const 
   const int64_t* pos_stream = scratch_.upload<int64_t>(kPos, stream_pos);
   // Cache positions: each row's queries sit after its retained entries, whose
   // count depends on the resource serving the layer; one upload per resource.
-  std::map<const BoundedKVManager*, const int64_t*> cache_pos;
+  std::map<const AttentionMemory*, const int64_t*> cache_pos;
   int next_use = kCachePos;
-  auto positions_for = [&](const BoundedKVManager& res) -> const int64_t* {
+  auto positions_for = [&](const AttentionMemory& memory) -> const int64_t* {
     if (spec_.positions == PositionMode::stream) return pos_stream;
-    auto it = cache_pos.find(&res);
+    auto it = cache_pos.find(&memory);
     if (it != cache_pos.end()) return it->second;
     std::vector<int64_t> pos(static_cast<size_t>(n));
     for (int64_t r = 0; r < rows; ++r) {
-      const int64_t base = res.staged().rows[static_cast<size_t>(r)].table.slot == kernels::kPaddingRow
-                               ? 0
-                               : res.staged().retained(static_cast<size_t>(r));
+      const int64_t base = memory.seen_before(static_cast<size_t>(r));
       for (int32_t t = indptr[static_cast<size_t>(r)]; t < indptr[static_cast<size_t>(r + 1)]; ++t)
         pos[static_cast<size_t>(t)] = base + (t - indptr[static_cast<size_t>(r)]);
     }
-    return cache_pos.emplace(&res, scratch_.upload<int64_t>(next_use++, pos)).first->second;
+    return cache_pos.emplace(&memory, scratch_.upload<int64_t>(next_use++, pos)).first->second;
   };
   trunk_.run(x, n, [&](int64_t l, float* q, float* k, float* v, float* o) {
-    auto [res, local] = kv.layer<BoundedKVManager>(l);
-    rotate(q, n, a.heads, positions_for(res));
+    auto [memory, local] = kv.attention(l);
+    rotate(q, n, a.heads, positions_for(memory));
     if (spec_.positions == PositionMode::stream) rotate(k, n, kvh, pos_stream);
     const Device dev = scratch_.allocator().device();
-    BoundedAttendArgs args;
+    LayerPass args;
     args.q = ConstTensorView{q, DType::f32, Shape{n, a.heads, hd}, Shape{a.heads * hd, hd, 1}, dev};
     args.q_indptr = indptr;
     args.k = ConstTensorView{k, DType::f32, Shape{n, kvh, hd}, Shape{kvh * hd, hd, 1}, dev};
@@ -167,7 +165,7 @@ std::span<const float> DecoderLM::step(ResourceSet& kv, const Step& step, const 
     args.out = TensorView{o, DType::f32, Shape{n, a.heads, hd}, Shape{a.heads * hd, hd, 1}, dev};
     args.mask = kernels::StepMask::causal;
     if (spec_.positions == PositionMode::cache) args.rope_inv_freq = {inv_freq_, static_cast<size_t>(hd / 2)};
-    res.attend(local, args);
+    memory.attend(local, args);
   });
   return logits_of(x, last);
 }

@@ -161,4 +161,21 @@ std::size_t ResourceSet::memory_bytes() const {
   return b;
 }
 
+std::pair<AttentionMemory&, int64_t> ResourceSet::attention(int64_t layer) {
+  if (layer < 0 || layer >= static_cast<int64_t>(routes_.size()) || !routes_[static_cast<size_t>(layer)].resource)
+    throw InputError(fmt::format("resources: no resource serves layer {}", layer));
+  const Route& r = routes_[static_cast<size_t>(layer)];
+  auto* memory = dynamic_cast<AttentionMemory*>(r.resource);
+  if (!memory)
+    throw InputError(fmt::format("resources: layer {} is served by {} resource '{}', which holds no attention memory",
+                                 layer, r.resource->type(), r.resource->key()));
+  return {*memory, r.local};
+}
+
+void ResourceSet::register_source(int id, int64_t len) {
+  for (auto& r : resources_)
+    if (auto* memory = dynamic_cast<AttentionMemory*>(r.get()); memory && memory->holds_sources())
+      memory->register_source(id, len);
+}
+
 }  // namespace mstar

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "core/errors.h"
+#include "resources/attention_memory.h"
 #include "resources/bounded_kv/manager.h"
 #include "resources/options.h"
 #include "resources/resource.h"
@@ -38,27 +39,13 @@ class ResourceSet {
   Resource& at(int64_t i) { return *resources_[static_cast<size_t>(i)]; }
   const Resource& at(int64_t i) const { return *resources_[static_cast<size_t>(i)]; }
 
-  // The resource of type T serving model layer `layer`, and its own index
-  // for that layer. Throws InputError when no resource of that type does.
-  template <class T>
-  std::pair<T&, int64_t> layer(int64_t layer) {
-    if (layer < 0 || layer >= static_cast<int64_t>(routes_.size()) || !routes_[static_cast<size_t>(layer)].resource)
-      throw InputError(fmt::format("resources: no resource serves layer {}", layer));
-    const Route& r = routes_[static_cast<size_t>(layer)];
-    auto* typed = dynamic_cast<T*>(r.resource);
-    if (!typed)
-      throw InputError(fmt::format("resources: layer {} is served by {} resource '{}', not the kind this model needs",
-                                   layer, r.resource->type(), r.resource->key()));
-    return {*typed, r.local};
-  }
-  // Every resource of type T.
-  template <class T>
-  std::vector<T*> all() {
-    std::vector<T*> out;
-    for (auto& r : resources_)
-      if (auto* t = dynamic_cast<T*>(r.get())) out.push_back(t);
-    return out;
-  }
+  // The attention memory serving model layer `layer`, and the resource's
+  // own index for that layer. Throws InputError when no resource serves it,
+  // or the one that does is no attention memory.
+  std::pair<AttentionMemory&, int64_t> attention(int64_t layer);
+  // Registers source `id` of `len` entries with every resource that holds
+  // sources; the model then prefills it layer by layer.
+  void register_source(int id, int64_t len);
 
   void ingest_request(const std::string& rid);
   // All or none: the first resource that does not accept the step decides

@@ -116,12 +116,16 @@ void WorldModel::pass(ResourceSet& kv, int64_t B, const float* latents, const fl
     };
     rot(q, a.heads);
     rot(k, a.kv_heads);  // the ring caches rotated keys
-    auto [ring, local] = kv.layer<RingKVManager>(l);
+    auto [memory, local] = kv.attention(l);
     const Shape kv_shape{n, a.kv_heads, hd}, kv_strides{a.kv_heads * hd, hd, 1};
-    ring.upsert(local, ConstTensorView{k, DType::f32, kv_shape, kv_strides, dev},
-                ConstTensorView{v, DType::f32, kv_shape, kv_strides, dev}, commit);
     const Shape q_shape{n, a.heads, hd}, q_strides{a.heads * hd, hd, 1};
-    ring.attend(local, ConstTensorView{q, DType::f32, q_shape, q_strides, dev}, TensorView{o, DType::f32, q_shape, q_strides, dev});
+    LayerPass pass;
+    pass.q = ConstTensorView{q, DType::f32, q_shape, q_strides, dev};
+    pass.k = ConstTensorView{k, DType::f32, kv_shape, kv_strides, dev};
+    pass.v = ConstTensorView{v, DType::f32, kv_shape, kv_strides, dev};
+    pass.out = TensorView{o, DType::f32, q_shape, q_strides, dev};
+    pass.commit = commit;  // denoising passes write the scratch frame only
+    memory.attend(local, pass);
   });
   float* normed = scratch_.get<float>(kNormed, static_cast<size_t>(n * W));
   trunk_.final_norm(x, n, normed);

@@ -26,9 +26,14 @@ void BoundedKVManager::register_source(int id, int64_t len) {
   storage_.add_source(id, len);
 }
 
-void BoundedKVManager::prefill_source(int id, int64_t layer, int64_t row, const BoundedAttendArgs& args) {
+void BoundedKVManager::prefill_source(int id, int64_t layer, int64_t row, const LayerPass& args) {
   storage_.write_source(id, layer, row, args.k, args.v);
   storage_.self_attend(args);
+}
+
+int64_t BoundedKVManager::seen_before(std::size_t row) const {
+  MSTAR_ASSERT(staged_ && row < plan_.rows.size(), "seen_before: a row of the staged step");
+  return plan_.rows[row].table.slot == kernels::kPaddingRow ? 0 : plan_.retained(row);
 }
 
 void BoundedKVManager::remove_source(int id) {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "resources/attention_memory.h"
 #include "resources/bounded_kv/book.h"
 #include "resources/bounded_kv/config.h"
 #include "resources/bounded_kv/storage.h"
@@ -26,7 +27,7 @@ struct BoundedRequestState {
   int64_t source_len = 0;
 };
 
-class BoundedKVManager final : public Resource {
+class BoundedKVManager final : public Resource, public AttentionMemory {
  public:
   // Validates the spec (ConfigError) and allocates every layer's pool.
   BoundedKVManager(const BoundedKVSpec& spec, const ResourceOptions& options);
@@ -45,12 +46,13 @@ class BoundedKVManager final : public Resource {
   // entries are written before any request uses it: given (write_source),
   // or computed by a model's prefill, which stores the entries and attends
   // causally over them (prefill_source: args.q over args.k and args.v).
-  void register_source(int id, int64_t len);
+  bool holds_sources() const override { return true; }
+  void register_source(int id, int64_t len) override;
   void write_source(int id, int64_t layer, int64_t row, ConstTensorView k, ConstTensorView v) {
     storage_.write_source(id, layer, row, k, v);
   }
-  void prefill_source(int id, int64_t layer, int64_t row, const BoundedAttendArgs& args);
-  void remove_source(int id);
+  void prefill_source(int id, int64_t layer, int64_t row, const LayerPass& args) override;
+  void remove_source(int id) override;
 
   void ingest_request(const std::string& rid) override { book_.ingest(rid); }
   AdmitOutcome check(const Step& step, const StepContext& ctx) const override { return book_.check(step, ctx); }
@@ -68,7 +70,10 @@ class BoundedKVManager final : public Resource {
   // entries plus the step's own; the step's kept entries go to the rows'
   // scratch, retained entries are untouched until commit. Throws InputError
   // on shapes that do not match the plan.
-  void attend(int64_t layer, const BoundedAttendArgs& args) { storage_.attend(layer, args); }
+  void attend(int64_t layer, const LayerPass& args) override { storage_.attend(layer, args); }
+  // Row r's retained entries (source included) in the staged step: its
+  // queries' first cache position.
+  int64_t seen_before(std::size_t row) const override;
 
   // The request's state (InputError for an unknown request). A request
   // without a slot has committed nothing: its state holds no entries.

@@ -63,7 +63,7 @@ kernels::BoundedRowAddress BoundedKVStorage::source_address(int64_t layer, const
   return a;
 }
 
-void BoundedKVStorage::check_args(const char* op, const BoundedAttendArgs& args, int64_t rows, int64_t total_kv) const {
+void BoundedKVStorage::check_args(const char* op, const LayerPass& args, int64_t rows, int64_t total_kv) const {
   const BoundedKVConfig& c = config_;
   if (static_cast<int64_t>(args.q_indptr.size()) != rows + 1)
     throw InputError(fmt::format("bounded_kv {}: q_indptr has {} entries for {} rows (expected {})", op,
@@ -86,7 +86,7 @@ void BoundedKVStorage::check_args(const char* op, const BoundedAttendArgs& args,
                                    to_string(alloc_.device())));
 }
 
-kernels::BoundedAttentionParams BoundedKVStorage::attention_params(const BoundedAttendArgs& args, int64_t rows) const {
+kernels::BoundedAttentionParams BoundedKVStorage::attention_params(const LayerPass& args, int64_t rows) const {
   const BoundedKVConfig& c = config_;
   kernels::BoundedAttentionParams p;
   p.rows = static_cast<int32_t>(rows);
@@ -154,7 +154,7 @@ void BoundedKVStorage::stage(const BoundedKVPlan& plan) {
   q_indptr_dev_ = nullptr;
 }
 
-void BoundedKVStorage::attend(int64_t layer, const BoundedAttendArgs& args) {
+void BoundedKVStorage::attend(int64_t layer, const LayerPass& args) {
   const BoundedKVConfig& c = config_;
   if (layer < 0 || layer >= c.num_layers)
     throw InputError(fmt::format("bounded_kv attend: layer {} outside [0, {})", layer, c.num_layers));
@@ -254,7 +254,7 @@ void BoundedKVStorage::write_source(int id, int64_t layer, int64_t row, ConstTen
   synchronize(options_.backend);
 }
 
-void BoundedKVStorage::self_attend(const BoundedAttendArgs& args) {
+void BoundedKVStorage::self_attend(const LayerPass& args) {
   const int64_t n = args.k.shape.rank() == 3 ? args.k.shape[0] : 0;
   check_args("self attention", args, 1, n);
   Staged<kernels::BoundedRowTable> table;

@@ -11,30 +11,13 @@
 #include "kernels/bounded_kv.h"
 #include "core/allocator.h"
 #include "core/buffer.h"
+#include "resources/attention_memory.h"
 #include "resources/bounded_kv/book.h"
 #include "resources/bounded_kv/config.h"
 #include "resources/options.h"
 #include "resources/staging.h"
 
 namespace mstar {
-
-// One layer's attention inputs for the staged step, in the backend's memory.
-// Row r's queries are q[q_indptr[r], q_indptr[r+1]) and its step entries
-// k/v[kv_indptr[r], kv_indptr[r+1]) of the plan (its span; padding rows have
-// none).
-struct BoundedAttendArgs {
-  ConstTensorView q;                  // [total_q, Hq, D] f32
-  std::span<const int32_t> q_indptr;  // [rows + 1], host memory
-  ConstTensorView k;                  // [total_kv, H, D] f32
-  ConstTensorView v;                  // [total_kv, H, D] f32
-  TensorView out;                     // [total_q, Hq, D] f32
-  kernels::StepMask mask = kernels::StepMask::full;
-  std::optional<float> scale;  // default 1/sqrt(head_dim)
-  // Rotary positions inside the retained cache: keys are stored unrotated
-  // and rotated on read by their ordinal in the row's visible sequence; the
-  // caller rotates q to its ordinal. Empty: keys were stored rotated.
-  std::span<const float> rope_inv_freq;  // [head_dim / 2], backend memory
-};
 
 class BoundedKVStorage {
  public:
@@ -50,13 +33,15 @@ class BoundedKVStorage {
   void write_source(int id, int64_t layer, int64_t row, ConstTensorView k, ConstTensorView v);
   // Attention of args.q over args.k and args.v alone (one row, q_indptr
   // {0, n}, no stored entries): a source's own prefill.
-  void self_attend(const BoundedAttendArgs& args);
+  void self_attend(const LayerPass& args);
 
   // The step every attend and commit below follows, until the next stage.
   void stage(const BoundedKVPlan& plan);
   // Attention for every row of the staged step at `layer`, then the step's
-  // kept entries into each row's scratch.
-  void attend(int64_t layer, const BoundedAttendArgs& args);
+  // kept entries into each row's scratch. Row r's queries are
+  // q[q_indptr[r], q_indptr[r+1]) and its step entries k/v[kv_indptr[r],
+  // kv_indptr[r+1]) of the plan (its span; padding rows have none).
+  void attend(int64_t layer, const LayerPass& args);
   // Each row's scratch into place, in every layer: what commit makes final.
   void commit();
 
@@ -78,9 +63,9 @@ class BoundedKVStorage {
   kernels::BoundedRowAddress slot_address(int64_t layer, int32_t slot, int32_t row_in_request);
   kernels::BoundedRowAddress source_address(int64_t layer, const Source& s, int32_t row) const;
   const Source& source(int id) const;
-  void check_args(const char* op, const BoundedAttendArgs& args, int64_t rows, int64_t total_kv) const;
+  void check_args(const char* op, const LayerPass& args, int64_t rows, int64_t total_kv) const;
   // The attention params the args give (tables and indptrs left to the caller).
-  kernels::BoundedAttentionParams attention_params(const BoundedAttendArgs& args, int64_t rows) const;
+  kernels::BoundedAttentionParams attention_params(const LayerPass& args, int64_t rows) const;
   // The step's q_indptr in the backend's memory, uploaded when it changes.
   const int32_t* queries(std::span<const int32_t> q_indptr);
 

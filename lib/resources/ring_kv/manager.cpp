@@ -51,6 +51,16 @@ void RingKVManager::upsert(int64_t layer, ConstTensorView k, ConstTensorView v, 
   pass_committed_ = pass_committed_ || commit;
 }
 
+void RingKVManager::attend(int64_t layer, const LayerPass& pass) {
+  upsert(layer, pass.k, pass.v, pass.commit);
+  attend(layer, pass.q, pass.out, pass.scale);
+}
+
+int64_t RingKVManager::seen_before(std::size_t row) const {
+  throw InputError(fmt::format("ring_kv '{}': row {}: keys carry their frame's positions; cache positions do not apply",
+                               spec_.resource_key, row));
+}
+
 void RingKVManager::commit(const Step& step, const StepContext& ctx) {
   if (!pass_committed_) return;  // no frame was committed: the clocks stay
   book_.commit(step, ctx);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "resources/attention_memory.h"
 #include "resources/options.h"
 #include "resources/resource.h"
 #include "resources/ring_kv/book.h"
@@ -23,7 +24,7 @@ struct RingSessionState {
   std::optional<int64_t> next_frame;
 };
 
-class RingKVManager final : public Resource {
+class RingKVManager final : public Resource, public AttentionMemory {
  public:
   RingKVManager(const RingKVSpec& spec, const ResourceOptions& options);
 
@@ -60,6 +61,13 @@ class RingKVManager final : public Resource {
   void attend(int64_t layer, ConstTensorView q, TensorView out, std::optional<float> scale = std::nullopt) {
     storage_.attend(layer, q, out, scale);
   }
+  // One pass as a model makes it: upsert the pass's frame (kept when
+  // pass.commit), then attend. Rows are frames: pass.q_indptr and mask are
+  // not read (attention within a frame is bidirectional).
+  void attend(int64_t layer, const LayerPass& pass) override;
+  // Keys are cached rotated to their frame's positions: cache positions do
+  // not apply (InputError).
+  int64_t seen_before(std::size_t row) const override;
 
   RingSessionState get_state(const std::string& rid) const;
   // Before the request's first step here: its clock, so that step's
