@@ -122,6 +122,9 @@ json memory_plan_json(const ResolvedDeployment& r) {
             {"adds_bos", t.adds_bos()}};
     tk["bos"] = t.bos_id() ? json(*t.bos_id()) : json(nullptr);
     tk["eos"] = t.eos_id() ? json(*t.eos_id()) : json(nullptr);
+    // Ids the model can draw that the tokenizer cannot spell decode to nothing.
+    const int64_t model_vocab = m.arch->vocab_size(), spelled = static_cast<int64_t>(t.vocab_size());
+    tk["unspellable_ids"] = model_vocab > spelled ? model_vocab - spelled : 0;
     model["tokenizer"] = tk;
   }
   return json{{"config", d.path.string()},
@@ -152,6 +155,10 @@ std::string memory_plan_text(const json& p) {
                      t["vocab_size"].get<int64_t>(), t["special_tokens"].get<int64_t>(),
                      t["bos"].is_null() ? "none" : dump_json(t["bos"]), t["adds_bos"].get<bool>() ? " (added)" : "",
                      t["eos"].is_null() ? "none" : dump_json(t["eos"]));
+    if (const auto gap = t["unspellable_ids"].get<int64_t>(); gap > 0)
+      o += fmt::format("            the model's vocabulary has {} ids more than the tokenizer ({} to {}): they decode "
+                       "to nothing\n",
+                       gap, t["vocab_size"].get<int64_t>(), t["vocab_size"].get<int64_t>() + gap - 1);
   }
   o += fmt::format("deployment  backend {}, threads {}, kv_dtype {}, activations {}, max_batch {}\n",
                    d["backend"].get<std::string>(), d["threads"].get<int64_t>(),

@@ -138,7 +138,7 @@ TokenStreamDecoder::TokenStreamDecoder(const Tokenizer& tokenizer, bool skip_spe
 
 std::string TokenStreamDecoder::push(std::span<const int32_t> ids) {
   for (int32_t id : ids) {
-    impl_->check_id(id);
+    if (!impl_->valid_id(id)) continue;  // a model's id the tokenizer cannot spell: nothing
     if (skip_special_ && impl_->special[id]) continue;
     impl_->decoder.feed(id, run_, pending_);
   }

@@ -76,7 +76,10 @@ class Tokenizer {
 // Decodes ids as they arrive, never splitting a UTF-8 character across two
 // outputs: bytes of an incomplete character wait for the ids that complete
 // it. The concatenation of every push() and finish() equals
-// Tokenizer::decode of all the ids.
+// Tokenizer::decode of all the ids the tokenizer can spell. An id it cannot
+// (a model's vocabulary is often larger than its tokenizer's: real Qwen2.5
+// checkpoints have 151,936 rows for about 151,665 tokens) decodes to
+// nothing and is never an error: a stream that draws one goes on.
 class TokenStreamDecoder {
  public:
   explicit TokenStreamDecoder(const Tokenizer& tokenizer, bool skip_special_tokens = false);

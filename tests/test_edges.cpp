@@ -1,0 +1,72 @@
+// The edges a user meets first: a model whose vocabulary is larger than its
+// tokenizer's (real Qwen2.5 checkpoints: 151,936 rows, about 151,665
+// tokens) draws ids the tokenizer cannot spell; they decode to nothing, no
+// stream fails for one, and mstar-check states the gap.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <map>
+#include <string>
+
+#include "config/memory_plan.h"
+#include "engine/engine.h"
+#include "deployments.h"
+#include "temp_dir.h"
+
+using namespace mstar;
+using nlohmann::json;
+
+namespace {
+
+// A tts model of 8,000 ids over a tokenizer of 4,071 (tests/data/tokenizer/llama3-mini).
+std::string manifest() {
+  const std::string tokenizer =
+      (std::filesystem::path(MSTAR_TEST_DATA) / "tokenizer" / "llama3-mini" / "tokenizer.json").string();
+  return R"(name: wide
+kind: tts
+architecture: {layers: 1, width: 32, heads: 2, kv_heads: 1, head_dim: 16, mlp_width: 32, vocab_size: 8000, end_token: 7999}
+weights: {dummy_seed: 5}
+tokenizer: )" + tokenizer + R"(
+resources:
+  - resource_key: voice_kv
+    type: bounded_kv
+    nodes: attn.*
+    config: {rows_per_request: 1, max_source_len: 16, retention: {sink: 2, window: 30}, max_slots: 4}
+)";
+}
+
+ResolvedDeployment wide(const test::TempDir& dir) {
+  dir.write("m.yaml", manifest());
+  dir.write("c.yaml", "model: m.yaml\nbackend: cpu\nworkload:\n  voices:\n    alice: {seed: 1, length: 4}\n"
+                      "  requests: {count: 0, voices: [alice], prompt_tokens: 2, max_tokens: 2}\n");
+  return test::load_or_fail(dir.path / "c.yaml");
+}
+
+}  // namespace
+
+TEST_CASE("ids a model draws beyond its tokenizer decode to nothing: every stream ends, none fails") {
+  test::TempDir dir;
+  auto engine = Engine::create(wide(dir));
+  for (int i = 0; i < 4; ++i)
+    engine->submit(json{{"id", std::to_string(i)}, {"voice", "alice"}, {"text", "hello world"}, {"max_tokens", 40},
+                        {"sampling", {{"temperature", 1.0}, {"seed", i}}}});
+  std::map<std::string, int> done;
+  int beyond = 0;  // drawn ids the tokenizer cannot spell
+  while (!engine->idle())
+    for (const Event& e : engine->step()) {
+      REQUIRE_MESSAGE(e.body["event"] != "error", e.body.dump());
+      if (e.body["event"] == "chunk")
+        for (int32_t t : e.body["tokens"]) beyond += t >= 4071;
+      if (e.body["event"] == "done") ++done[e.body["id"]];
+    }
+  CHECK(done.size() == 4);
+  CHECK(beyond > 0);  // about half of uniform-ish draws over 8,000 ids: the case happened
+}
+
+TEST_CASE("mstar-check's plan states how many ids the tokenizer cannot spell") {
+  test::TempDir dir;
+  const json plan = memory_plan_json(wide(dir));
+  CHECK(plan["model"]["tokenizer"]["unspellable_ids"] == 8000 - 4071);
+  CHECK(memory_plan_text(plan).find("the model's vocabulary has 3929 ids more than the tokenizer (4071 to 7999): they "
+                                    "decode to nothing") != std::string::npos);
+}
