@@ -90,7 +90,7 @@ TEST_CASE("scheduler: failing requests leave the others' outputs identical") {
   CHECK(mixed.of("b") == clean.of("b"));
   CHECK(mixed.stats.requests_done == 2);
   CHECK(mixed.stats.requests_failed == 5);
-  CHECK(mixed.of("x1")[0]["message"] == "request 'x1': unknown voice 'carol'");
+  CHECK(mixed.of("x1")[0]["message"] == "request 'x1': unknown voice 'carol' (voices: alice, bob)");
   CHECK(mixed.of("x2")[0]["message"] == "request 'x2': the prompt is empty; it needs at least one token");
   CHECK(mixed.of("x3")[0]["message"] == "request 'x3' sampling: top_p must be in (0, 1], got 7");
   CHECK(mixed.of("line 5")[0]["message"].get<std::string>().find("line 5: not valid JSON: parse error at line 1, column 3") == 0);

@@ -493,10 +493,11 @@ TEST_CASE("serve: /metrics is Prometheus text, and counts what happened") {
     CHECK(v >= last);
     last = v;
   }
-  // /v1/models: the manifest and the resources.
+  // /v1/models: the manifest, the voices a request may name, and the resources.
   const json m = get_json(srv.port, "/v1/models")["models"][0];
   CHECK(m["name"] == d.model.name);
   CHECK(m["kind"] == "tts");
+  CHECK(m["voices"] == json{{"alice", {{"tokens", 48}}}, {"bob", {{"tokens", 80}}}});
   CHECK(m["architecture"] == d.model.arch->to_json());
   CHECK(m["resources"][0]["type"] == "bounded_kv");
   CHECK(m["resources"][0]["capacity"] == 8);

@@ -87,7 +87,12 @@ class SpeechProgram final : public Program {
     f.only({"id", "voice", "prompt", "text", "max_tokens", "sampling"});
     const std::string voice = f.string("voice");
     auto v = voices_.find(voice);
-    if (v == voices_.end()) throw InputError(fmt::format("{}: unknown voice '{}'", f.who(), voice));
+    if (v == voices_.end()) {
+      std::vector<std::string> names;
+      for (const auto& [name, known] : voices_) names.push_back(name);
+      throw InputError(fmt::format("{}: unknown voice '{}' (voices: {})", f.who(), voice,
+                                   names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", "))));
+    }
     if (f.has("prompt") == f.has("text"))
       throw InputError(fmt::format("{}: give exactly one of 'prompt' (token ids) or 'text'", f.who()));
     json prompt;

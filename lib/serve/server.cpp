@@ -101,6 +101,12 @@ Server::Server(const ResolvedDeployment& d, ServeOptions options) : options_(std
   const ModelManifest& m = d.model;
   model_ = {{"name", m.name}, {"kind", m.family->name}, {"task", m.family->task}, {"unit", loop_->unit()},
             {"architecture", m.arch->to_json()}};
+  // The voices a request may name, with their prompt lengths (speech).
+  if (d.deployment.workload.contains("voices")) {
+    json voices = json::object();
+    for (const auto& [name, tokens] : d.deployment.workload["voices"].items()) voices[name] = {{"tokens", tokens.size()}};
+    model_["voices"] = std::move(voices);
+  }
   http_ = std::make_unique<HttpServer>();
   routes();
 }
