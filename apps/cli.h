@@ -3,6 +3,7 @@
 // input or config, with a message naming it; 2 a usage error or an internal
 // one) and the --set overrides.
 #include <exception>
+#include <filesystem>
 #include <new>
 #include <optional>
 #include <string>
@@ -21,6 +22,10 @@ constexpr int kOk = 0, kInvalid = 1, kUsage = 2, kInternal = 2;
 // Parses the command line; returns the exit code when the program should stop
 // (help: 0, a usage error: 2), nullopt to go on.
 inline std::optional<int> parse(CLI::App& app, int argc, char** argv) {
+  // Every program answers --version with mstar's version (the project's,
+  // set by CMake), before any required argument is asked for.
+  app.set_version_flag("--version", std::filesystem::path(argc > 0 ? argv[0] : "mstar").filename().string() +
+                                        " (mstar) " MSTAR_VERSION);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

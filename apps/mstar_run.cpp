@@ -102,6 +102,12 @@ int main(int argc, char** argv) {
       std::cerr << stats.table();
     }
     out.close();
+    // Requests that all failed are a run that did nothing asked of it: its
+    // input was wrong, whatever the events say one by one.
+    if (stats.requests_failed > 0 && stats.requests_done == 0 && stats.requests_cancelled == 0) {
+      fmt::print(stderr, "mstar-run: every request failed ({}); see their error events\n", stats.requests_failed);
+      return mstar::cli::kInvalid;
+    }
     return mstar::cli::kOk;
   });
 }
