@@ -9,6 +9,7 @@
 #include <string>
 
 #include "config/memory_plan.h"
+#include "core/json_text.h"
 #include "engine/engine.h"
 #include "deployments.h"
 #include "temp_dir.h"
@@ -69,4 +70,15 @@ TEST_CASE("mstar-check's plan states how many ids the tokenizer cannot spell") {
   CHECK(plan["model"]["tokenizer"]["unspellable_ids"] == 8000 - 4071);
   CHECK(memory_plan_text(plan).find("the model's vocabulary has 3929 ids more than the tokenizer (4071 to 7999): they "
                                     "decode to nothing") != std::string::npos);
+}
+
+TEST_CASE("JSON with a NUL byte is refused where it stands, not read up to it") {
+  std::string why;
+  const std::string text = std::string("{\"id\": \"a\"}") + '\0' + "{\"id\": \"b\"}";
+  CHECK(!try_parse_json(text, why, 32));
+  CHECK(why == "not valid JSON: a NUL byte at line 1, column 12");
+  const std::string in_string = std::string("{\"id\": \"a") + '\0' + "\"}";
+  CHECK(!try_parse_json(in_string, why, 32));
+  CHECK(why == "not valid JSON: a NUL byte at line 1, column 10");
+  CHECK(try_parse_json("{\"id\": \"a\\u0000\"}", why, 32));  // an escaped one is a character like any other
 }

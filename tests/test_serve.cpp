@@ -348,6 +348,8 @@ TEST_CASE("serve: bad requests are refused with a JSON error naming the problem"
       {R"({"op": "snapshot", "id": "x", "path": "/tmp/x.snap"})", 400, "snapshots and resumes are not taken here"},
       {R"({"op": "resume", "path": "/etc/passwd"})", 400, "snapshots and resumes are not taken here"},
       {std::string(100, '['), 400, "the body nests deeper than 32 levels"},
+      {"{" + ok + R"(, "pad": 1e400})", 400, "the body is not valid JSON: number overflow parsing '1e400'"},
+      {"{" + ok + "}" + std::string(1, '\0') + "garbage", 400, "the body is not valid JSON: a NUL byte at line 1, column"},
       {"{" + ok + ", \"pad\": \"" + std::string(5000, 'p') + "\"}", 413, "larger than 4096 bytes (--max-body)"},
   };
   for (const auto& [body, status, says] : cases) {

@@ -48,6 +48,14 @@ std::optional<std::size_t> json_too_deep(std::string_view text, int max_depth) {
 }
 
 std::optional<nlohmann::json> try_parse_json(std::string_view text, std::string& why, int max_depth) {
+  // The JSON library reads a NUL byte as the end of its input, so
+  // `{...}\0anything` would parse as its first object; JSON allows no raw
+  // NUL anywhere (inside a string one must be escaped).
+  if (const auto nul = text.find('\0'); nul != std::string_view::npos) {
+    const auto [line, col] = line_column(text, nul);
+    why = fmt::format("not valid JSON: a NUL byte at line {}, column {}", line, col);
+    return std::nullopt;
+  }
   if (const auto at = json_too_deep(text, max_depth)) {
     const auto [line, col] = line_column(text, *at);
     why = fmt::format("nests deeper than {} levels (line {}, column {})", max_depth, line, col);

@@ -14,6 +14,7 @@
 #include <httplib.h>
 
 #include "core/errors.h"
+#include "core/json_text.h"
 #include "engine/run.h"
 #include "serve/connections.h"
 
@@ -81,13 +82,6 @@ bool wants_jsonl(const httplib::Request& req) {
   const std::string accept = req.get_header_value("Accept");
   return accept.find("application/jsonl") != std::string::npos ||
          accept.find("application/x-ndjson") != std::string::npos;
-}
-
-// nlohmann's messages start "[json.exception.parse_error.101] ".
-std::string parse_message(const char* what) {
-  std::string_view w(what);
-  if (const auto p = w.find("] "); p != std::string_view::npos && w.front() == '[') w.remove_prefix(p + 2);
-  return std::string(w);
 }
 
 }  // namespace
@@ -182,12 +176,12 @@ void Server::routes() {
       return send_error(res, 413, fmt::format("the request body is larger than {} bytes (--max-body)", options_.max_body));
     if (deeper_than(req.body, kMaxDepth))
       return send_error(res, 400, fmt::format("the body nests deeper than {} levels", kMaxDepth));
-    json j;
-    try {
-      j = json::parse(req.body);
-    } catch (const json::parse_error& e) {
-      return send_error(res, 400, "the body is not valid JSON: " + parse_message(e.what()));
-    }
+    // Any JSON the body is not (a syntax error, a NUL byte, a number beyond
+    // a double's range in any field) is the client's error, named.
+    std::string why;
+    std::optional<json> parsed = try_parse_json(req.body, why, kMaxDepth);
+    if (!parsed) return send_error(res, 400, "the body is " + why);
+    json j = std::move(*parsed);
     // Exactly a request line of mstar-run: its "arrival" (a step number, for
     // reproducible runs) is checked and dropped; a request arrives here when it arrives.
     RequestLine line = parse_request_line(std::move(j), "body");
