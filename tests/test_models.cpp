@@ -270,6 +270,15 @@ TEST_CASE("weights: the safetensors file the tool writes loads back to the same 
                           "or pipe?)")
                              .c_str(),
                          InputError);
+    // A shard is a plain file name beside the index: nothing else is opened.
+    for (const char* outside : {"../../../../etc/passwd", "/etc/passwd", "sub/a.safetensors", "..", "."}) {
+      std::ofstream(dir / "model.safetensors.index.json") << nlohmann::json{{"weight_map", {{"x", outside}}}}.dump();
+      CHECK_THROWS_WITH_AS(weight_files(dir / "model.safetensors.index.json"),
+                           ((dir / "model.safetensors.index.json").string() + ": weight_map.x: shard \"" + outside +
+                            "\" is not a file name in the checkpoint's folder")
+                               .c_str(),
+                           InputError);
+    }
   }
 
   // A tensor of rank 3 (any rank loads).

@@ -122,7 +122,14 @@ std::vector<std::filesystem::path> weight_files(const std::filesystem::path& pat
   for (const auto& [tensor, file] : map->items()) {
     if (!file.is_string() || file.get<std::string>().empty())
       throw InputError(fmt::format("{}: weight_map.{}: expected a shard file name, got {}", name, tensor, json_excerpt(file)));
-    const std::filesystem::path shard = path.parent_path() / file.get<std::string>();
+    // A shard is a file beside the index, named plainly: no folder, no "..",
+    // no absolute path, so an index cannot make mstar open any other file.
+    const std::string& given = file.get_ref<const std::string&>();
+    if (given.find('/') != std::string::npos || given.find('\\') != std::string::npos || given == "." ||
+        given == ".." || given.find('\0') != std::string::npos)
+      throw InputError(fmt::format("{}: weight_map.{}: shard {} is not a file name in the checkpoint's folder", name,
+                                   tensor, json_excerpt(file)));
+    const std::filesystem::path shard = path.parent_path() / given;
     if (std::find(files.begin(), files.end(), shard) == files.end()) files.push_back(shard);
   }
   for (const auto& f : files) {
