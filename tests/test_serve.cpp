@@ -427,6 +427,13 @@ TEST_CASE("serve: the connection layer holds its limits: head, body however fram
     CHECK(a.rfind("HTTP/1.1 431", 0) == 0);
     CHECK(error_of(a) == "the request's line and headers are larger than 65536 bytes");
   }
+  {  // a POST that frames no body: its body is empty, answered at once (411), not at the read timeout (408)
+    Raw raw(srv.port);
+    raw.send("POST /v1/generate HTTP/1.1\r\nHost: x\r\n\r\n");
+    const std::string a = raw.read_until("}\n");
+    CHECK(a.rfind("HTTP/1.1 411", 0) == 0);
+    CHECK(error_of(a) == "a request with a body needs Content-Length or Transfer-Encoding");
+  }
   {  // a body that never finishes arriving
     Raw raw(srv.port);
     raw.send("POST /v1/generate HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"id\"");

@@ -10,8 +10,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -82,7 +84,25 @@ ssize_t Connection::refuse(int status, std::string message) {
   return -1;
 }
 
+namespace {
+
+// Whether a request's head (request line and headers) asks for a body it
+// does not frame: a method that carries one, without Content-Length or
+// Transfer-Encoding (header names compared without case).
+bool asks_unframed_body(std::string_view head) {
+  const bool carries = head.rfind("POST ", 0) == 0 || head.rfind("PUT ", 0) == 0 || head.rfind("PATCH ", 0) == 0;
+  if (!carries) return false;
+  std::string lower(head);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return lower.find("\r\ncontent-length:") == std::string::npos &&
+         lower.find("\r\ntransfer-encoding:") == std::string::npos;
+}
+
+}  // namespace
+
 ssize_t Connection::read(char* ptr, std::size_t size) {
+  if (unframed_body_ && pos_ == len_)
+    return refuse(411, "a request with a body needs Content-Length or Transfer-Encoding");
   if (pos_ == len_) {
     if (!wait_for(fd_, POLLIN, ms_left(deadline_)))
       return refuse(408, fmt::format("the request did not arrive within {} s", limits_.read_timeout.count() / 1000.0));
@@ -103,7 +123,9 @@ ssize_t Connection::read(char* ptr, std::size_t size) {
     }
     tail_ = (tail_ << 8) | static_cast<unsigned char>(buf_[pos_ + i]);
     ++head_bytes_;
+    if (head_.size() < limits_.max_head) head_ += buf_[pos_ + i];
     head_done_ = tail_ == 0x0d0a0d0a;  // "\r\n\r\n"
+    if (head_done_) unframed_body_ = asks_unframed_body(head_);
   }
   if (!head_done_ && head_bytes_ > limits_.max_head)
     return refuse(431, fmt::format("the request's line and headers are larger than {} bytes", limits_.max_head));

@@ -77,6 +77,11 @@ class Connection final : public httplib::Stream {
   uint32_t tail_ = 0;  // the last four bytes handed out, to see the blank line that ends the head
   bool head_done_ = false;
   std::size_t head_bytes_ = 0, body_bytes_ = 0;
+  std::string head_;  // the request line and headers, as they arrive (at most max_head bytes)
+  // A POST, PUT or PATCH whose head gives neither Content-Length nor
+  // Transfer-Encoding: its body is empty (RFC 9112, 6.3), so a read for it is
+  // answered at once with 411 instead of waiting out the read timeout.
+  bool unframed_body_ = false;
 };
 
 class Listener {
