@@ -6,11 +6,15 @@
 
 #include <filesystem>
 #include <map>
+#include <sstream>
 #include <string>
+
+#include <fmt/format.h>
 
 #include "config/memory_plan.h"
 #include "core/json_text.h"
 #include "engine/engine.h"
+#include "engine/run.h"
 #include "deployments.h"
 #include "temp_dir.h"
 
@@ -81,4 +85,19 @@ TEST_CASE("JSON with a NUL byte is refused where it stands, not read up to it") 
   CHECK(!try_parse_json(in_string, why, 32));
   CHECK(why == "not valid JSON: a NUL byte at line 1, column 10");
   CHECK(try_parse_json("{\"id\": \"a\\u0000\"}", why, 32));  // an escaped one is a character like any other
+}
+
+TEST_CASE("a request line without a usable id fails under its line number") {
+  std::istringstream in(R"({"id": "a", "voice": "alice", "prompt": [1], "max_tokens": 2}
+{"voice": "alice", "prompt": [1], "max_tokens": 2}
+{"id": 5, "voice": "alice", "prompt": [1], "max_tokens": 2}
+)");
+  const auto lines = read_request_lines(in, "requests");
+  REQUIRE(lines.size() == 3);
+  CHECK(lines[0].kind == RequestLine::Kind::request);
+  for (size_t i : {1u, 2u}) {
+    CHECK(lines[i].kind == RequestLine::Kind::reject);
+    CHECK(lines[i].id == fmt::format("line {}", i + 1));
+    CHECK(lines[i].message == fmt::format("line {}: a request needs a non-empty string 'id'", i + 1));
+  }
 }

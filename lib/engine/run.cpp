@@ -67,7 +67,14 @@ RequestLine parse_request_line(json j, const std::string& where) {
     else line.message = fmt::format("{}: a cancellation is {{\"cancel\": \"<request id>\", \"arrival\": <step>}}", where);
     return line;
   }
-  if (j.contains("id") && j["id"].is_string() && !j["id"].get<std::string>().empty()) line.id = j["id"].get<std::string>();
+  if (!j.contains("id") || !j["id"].is_string() || j["id"].get<std::string>().empty()) {
+    // No id to report it under: it fails under its line, which names it.
+    line.kind = RequestLine::Kind::reject;
+    line.id = where;
+    line.message = fmt::format("{}: a request needs a non-empty string 'id'", where);
+    return line;
+  }
+  line.id = j["id"].get<std::string>();
   line.body = std::move(j);
   return line;
 }
