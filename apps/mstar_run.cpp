@@ -3,8 +3,13 @@
 // standard output or --out, a progress line on standard error when it is a
 // terminal, and at the end the stats: a table on standard error, or with
 // --json one {"event": "stats", ...} object as the last line of the events.
+// SIGINT or SIGTERM stops it between steps: every request still waiting or
+// running ends with done "cancelled", the stats print, and it exits 128 +
+// the signal (130, 143).
+#include <signal.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <fstream>
 #include <iostream>
 
@@ -31,6 +36,23 @@ std::string file_name_of(const std::string& id) {
     else out += fmt::format("%{:02X}", c);
   }
   return out;
+}
+
+// The signal that asked the run to stop (SIGINT, SIGTERM), 0 while none did.
+volatile std::sig_atomic_t g_stop_signal = 0;
+
+// A first SIGINT or SIGTERM asks the run to stop between steps (every
+// request ends cancelled, the stats print); the handler then goes back to
+// the default, so a second one ends the process at once.
+void on_stop_signal(int sig) { g_stop_signal = sig; }
+
+void catch_stop_signals() {
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sa.sa_flags = SA_RESETHAND;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
 }
 
 }  // namespace
@@ -84,6 +106,8 @@ int main(int argc, char** argv) {
       };
     auto engine = mstar::Engine::create(*resolved);
     options.after_step = [&] { out.flush(); };
+    catch_stop_signals();
+    options.stop = [] { return g_stop_signal != 0; };
     const auto stats = mstar::run_lines(*engine, *lines, options, [&](const mstar::Event& e) {
       out.write(mstar::dump_json(e.body) + "\n");
       if (frames_dir.empty() || e.latents.empty()) return;
@@ -102,6 +126,11 @@ int main(int argc, char** argv) {
       std::cerr << stats.table();
     }
     out.close();
+    if (g_stop_signal != 0) {
+      fmt::print(stderr, "mstar-run: stopped by {}; the requests still running ended cancelled\n",
+                 g_stop_signal == SIGINT ? "SIGINT" : "SIGTERM");
+      return 128 + static_cast<int>(g_stop_signal);  // as a shell reports a process a signal ended
+    }
     // Requests that all failed are a run that did nothing asked of it: its
     // input was wrong, whatever the events say one by one.
     if (stats.requests_failed > 0 && stats.requests_done == 0 && stats.requests_cancelled == 0) {

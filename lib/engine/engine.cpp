@@ -56,6 +56,11 @@ void Engine::cancel(std::string id) {
   inbox_.push_back({Inbox::Kind::cancel, std::move(id), {}, {}, {}});
 }
 
+void Engine::cancel_all() {
+  std::lock_guard lock(inbox_mutex_);
+  inbox_.push_back({Inbox::Kind::cancel_all, {}, {}, {}, {}});
+}
+
 void Engine::reject(std::string id, std::string message) {
   std::lock_guard lock(inbox_mutex_);
   inbox_.push_back({Inbox::Kind::reject, std::move(id), {}, std::move(message), {}});
@@ -166,6 +171,13 @@ void Engine::take_resume(const Inbox& item, std::vector<Event>& events) {
 void Engine::take(Inbox item, std::vector<Event>& events) {
   switch (item.kind) {
     case Inbox::Kind::reject: return error(item.id, item.message, events);
+    case Inbox::Kind::cancel_all: {
+      std::vector<std::string> ids;
+      for (const auto& l : waiting_) ids.push_back(l->id);
+      for (const auto& l : running_) ids.push_back(l->id);
+      for (std::string& id : ids) take({Inbox::Kind::cancel, std::move(id), {}, {}, {}}, events);
+      return;
+    }
     case Inbox::Kind::cancel: {
       auto drop = [&](auto& list) {
         for (auto it = list.begin(); it != list.end(); ++it)

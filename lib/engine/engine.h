@@ -47,6 +47,9 @@ class Engine {
   // Cancels a waiting or running request: it ends with a done event of
   // reason "cancelled" and its claims are returned at once. Thread-safe.
   void cancel(std::string id);
+  // Cancels every request submitted so far, waiting or running, as cancel
+  // does each (a process asked to stop). Thread-safe.
+  void cancel_all();
   // An input that never became a request (a line that is not JSON, say):
   // one error event naming `id`. Thread-safe.
   void reject(std::string id, std::string message);
@@ -85,7 +88,7 @@ class Engine {
  private:
   explicit Engine(const ResolvedDeployment& d);
   struct Inbox {
-    enum class Kind : uint8_t { submit, cancel, reject, snapshot, resume } kind;
+    enum class Kind : uint8_t { submit, cancel, cancel_all, reject, snapshot, resume } kind;
     std::string id;
     nlohmann::json request;  // submit
     std::string message;     // reject

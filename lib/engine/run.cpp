@@ -165,10 +165,15 @@ void deliver(Engine& engine, RequestLine& l) {
 }
 
 RunStats run_lines(Engine& engine, LineSource& lines, const RunOptions& options, const EventSink& events) {
-  for (int64_t step = 0; lines.next_arrival() || !engine.idle(); ++step) {
+  bool stopping = false;
+  for (int64_t step = 0; (!stopping && lines.next_arrival()) || !engine.idle(); ++step) {
+    if (!stopping && options.stop && options.stop()) {
+      stopping = true;
+      engine.cancel_all();
+    }
     // Nothing runs until the next arrival: jump to it rather than walk idle steps.
-    if (engine.idle() && lines.next_arrival()) step = std::max(step, *lines.next_arrival());
-    while (lines.next_arrival() && *lines.next_arrival() <= step) {
+    if (!stopping && engine.idle() && lines.next_arrival()) step = std::max(step, *lines.next_arrival());
+    while (!stopping && lines.next_arrival() && *lines.next_arrival() <= step) {
       RequestLine line = lines.take();
       deliver(engine, line);
     }

@@ -68,6 +68,10 @@ using EventSink = std::function<void(const Event&)>;
 struct RunOptions {
   std::function<void(const Engine&)> on_step;  // after every step (progress)
   std::function<void()> after_step;            // after each step's events went to the sink (flush them)
+  // Asked before every step: once true, no more lines are taken, every
+  // request is cancelled (each ends with done "cancelled"), and the run ends
+  // when the engine is idle.
+  std::function<bool()> stop;
 };
 
 // Hands one line to the engine (its body is moved out of a request line).
