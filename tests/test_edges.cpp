@@ -1,7 +1,8 @@
 // The edges a user meets first: a model whose vocabulary is larger than its
 // tokenizer's (real Qwen2.5 checkpoints: 151,936 rows, about 151,665
-// tokens) draws ids the tokenizer cannot spell; they decode to nothing, no
-// stream fails for one, and mstar-check states the gap.
+// tokens) draws ids the tokenizer cannot spell (they decode to nothing, no
+// stream fails for one, and mstar-check states the gap); JSON with a NUL
+// byte; request lines without an id; stats that say what they measure.
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -100,4 +101,22 @@ TEST_CASE("a request line without a usable id fails under its line number") {
     CHECK(lines[i].id == fmt::format("line {}", i + 1));
     CHECK(lines[i].message == fmt::format("line {}: a request needs a non-empty string 'id'", i + 1));
   }
+}
+
+TEST_CASE("run stats: loading apart from serving, the first token apart from the first chunk") {
+  // 8-token chunks: a stream's first chunk waits for its eighth token.
+  auto engine = Engine::create(
+      test::shipped("tts-demo.yaml", {"workload.requests.count=0", "workload.chunk_tokens=8", "threads=1"}));
+  for (int i = 0; i < 3; ++i)
+    engine->submit(json{{"id", std::to_string(i)}, {"voice", "alice"}, {"prompt", {1, 2}}, {"max_tokens", 16}});
+  while (!engine->idle()) (void)engine->step();
+  const RunStats s = engine->stats();
+  CHECK(s.load_seconds > 0);
+  CHECK(s.first_output_ms.count() == 3);
+  CHECK(s.first_chunk_ms.count() == 3);
+  // Each stream's first chunk went out seven steps after its first token.
+  for (size_t i = 0; i < 3; ++i) CHECK(s.first_chunk_ms.kept()[i] > s.first_output_ms.kept()[i]);
+  const std::string table = s.table();
+  for (const char* line : {"load ", "time to first token", "time to first chunk", "after load"})
+    CHECK_MESSAGE(table.find(line) != std::string::npos, table);
 }

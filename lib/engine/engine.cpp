@@ -37,6 +37,7 @@ std::unique_ptr<Engine> Engine::create(const ResolvedDeployment& d) {
   e->max_snapshot_bytes_ = max_snapshot_bytes(m.resource_specs());
   e->stats_.unit = std::string(e->program_->unit());
   e->stats_.weights_bytes = e->weights_->bytes();
+  e->ready_ = Clock::now();
   return e;
 }
 
@@ -313,11 +314,19 @@ void Engine::run_step(std::vector<Event>& events) {
   std::vector<std::unique_ptr<Live>> still;
   for (auto& l : running_) {
     const auto emit_start = Clock::now();
-    const Program::Emitted out = program_->emit(*l, [&](Event e) { events.push_back(std::move(e)); });
+    const Program::Emitted out = program_->emit(*l, [&](Event e) {
+      // A token is produced every step, a chunk event every chunk_tokens:
+      // the first of each is timed apart.
+      if (!l->chunk_sent && (e.body["event"] == "chunk" || e.body["event"] == "frame")) {
+        l->chunk_sent = true;
+        stats_.first_chunk_ms.add(ms_since(l->arrived));
+      }
+      events.push_back(std::move(e));
+    });
     forward_ms += ms_since(emit_start);
     if (out.produced > 0 && l->first_output_at_step < 0) {
       l->first_output_at_step = stats_.steps;
-      stats_.first_chunk_ms.add(ms_since(l->arrived));
+      stats_.first_output_ms.add(ms_since(l->arrived));
     }
     stats_.produced += out.produced;
     if (out.finished.empty()) {
@@ -339,7 +348,8 @@ void Engine::run_step(std::vector<Event>& events) {
 
 RunStats Engine::stats() const {
   RunStats s = stats_;
-  s.seconds = std::chrono::duration<double>(Clock::now() - started_).count();
+  s.seconds = std::chrono::duration<double>(Clock::now() - ready_).count();
+  s.load_seconds = std::chrono::duration<double>(ready_ - started_).count();
   for (int64_t i = 0; i < kv_->size(); ++i) {
     const Resource& r = kv_->at(i);
     const Occupancy o = r.occupancy();

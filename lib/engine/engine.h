@@ -77,7 +77,8 @@ class Engine {
   RunStats stats() const;
   // The running counts alone (no copy of the latency samples), for progress.
   const RunStats& counters() const { return stats_; }
-  double seconds() const { return std::chrono::duration<double>(Clock::now() - started_).count(); }
+  // Seconds serving so far (since create() returned; loading not counted).
+  double seconds() const { return std::chrono::duration<double>(Clock::now() - ready_).count(); }
   const ResolvedDeployment& deployment() const { return d_; }
   const Program& program() const { return *program_; }
   ResourceSet& resources() { return *kv_; }
@@ -129,7 +130,8 @@ class Engine {
   Step step_;
   StepContext ctx_;
   RunStats stats_;
-  Clock::time_point started_;
+  Clock::time_point started_;  // create() began: loading the weights, building, prefilling voices
+  Clock::time_point ready_;    // create() returned: serving time counts from here
   std::vector<int64_t> peak_in_use_;  // per resource
   // This step freed a snapshot's bytes or a resumed stream's states: MiBs
   // that the heap keeps resident unless handed back (core/heap.h).

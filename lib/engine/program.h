@@ -28,7 +28,8 @@ struct Live {
   virtual ~Live() = default;
   std::string id;
   Clock::time_point arrived;
-  int64_t first_output_at_step = -1;
+  int64_t first_output_at_step = -1;  // the step of its first token or frame
+  bool chunk_sent = false;             // its first chunk (or frame) event went out
   // A resumed request's resource states, loaded once the step that admits
   // it has claimed its slots (empty otherwise).
   std::vector<RequestState> pending_state;

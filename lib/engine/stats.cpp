@@ -55,11 +55,13 @@ nlohmann::json RunStats::to_json() const {
           {"produced", produced},
           {"per_second", seconds > 0 ? static_cast<double>(produced) / seconds : 0.0},
           {"seconds", seconds},
+          {"load_seconds", load_seconds},
           {"requests", {{"done", requests_done}, {"failed", requests_failed}, {"cancelled", requests_cancelled},
                         {"resumed", requests_resumed}}},
           {"admission_waits", admission_waits},
           {"step_ms", {{"p50", step_ms.percentile(50)}, {"p95", step_ms.percentile(95)}, {"p99", step_ms.percentile(99)}}},
           {"host_ms", {{"p50", host_ms.percentile(50)}, {"p95", host_ms.percentile(95)}}},
+          {"first_output_ms", {{"p50", first_output_ms.percentile(50)}, {"p95", first_output_ms.percentile(95)}}},
           {"first_chunk_ms", {{"p50", first_chunk_ms.percentile(50)}, {"p95", first_chunk_ms.percentile(95)}}},
           {"resources", res},
           {"weights_bytes", weights_bytes},
@@ -70,12 +72,20 @@ std::string RunStats::table() const {
   std::string o;
   o += fmt::format("{:<24} {}\n", "requests", fmt::format("{} done, {} failed, {} cancelled", requests_done,
                                                          requests_failed, requests_cancelled));
-  o += fmt::format("{:<24} {} in {:.2f} s: {:.1f} {}/s\n", unit, produced, seconds,
+  o += fmt::format("{:<24} {:.2f} s (weights, model, resources, voices)\n", "load", load_seconds);
+  o += fmt::format("{:<24} {} in {:.2f} s after load: {:.1f} {}/s\n", unit, produced, seconds,
                    seconds > 0 ? static_cast<double>(produced) / seconds : 0.0, unit);
   o += fmt::format("{:<24} {} steps; p50 {:.2f} ms, p95 {:.2f} ms, p99 {:.2f} ms\n", "step latency", steps,
                    step_ms.percentile(50), step_ms.percentile(95), step_ms.percentile(99));
-  o += fmt::format("{:<24} p50 {:.1f} ms, p95 {:.1f} ms\n", unit == "frames" ? "time to first frame" : "time to first chunk",
-                   first_chunk_ms.percentile(50), first_chunk_ms.percentile(95));
+  if (unit == "frames") {
+    o += fmt::format("{:<24} p50 {:.1f} ms, p95 {:.1f} ms\n", "time to first frame", first_chunk_ms.percentile(50),
+                     first_chunk_ms.percentile(95));
+  } else {
+    o += fmt::format("{:<24} p50 {:.1f} ms, p95 {:.1f} ms\n", "time to first token", first_output_ms.percentile(50),
+                     first_output_ms.percentile(95));
+    o += fmt::format("{:<24} p50 {:.1f} ms, p95 {:.1f} ms\n", "time to first chunk", first_chunk_ms.percentile(50),
+                     first_chunk_ms.percentile(95));
+  }
   o += fmt::format("{:<24} {} request-steps\n", "admission waits", admission_waits);
   for (const auto& r : resources)
     o += fmt::format("{:<24} {} bytes; {} {} of {} in use at the peak\n", fmt::format("{} ({})", r.key, r.type), r.bytes,

@@ -50,10 +50,12 @@ struct RunStats {
   int64_t requests_done = 0, requests_failed = 0, requests_cancelled = 0;
   int64_t requests_resumed = 0;  // streams continued from a snapshot
   int64_t admission_waits = 0;  // request-steps spent refused for now
-  double seconds = 0;
+  double seconds = 0;       // serving: since the engine was ready (what rates divide by)
+  double load_seconds = 0;  // building the engine: weights, model, resources, voices' prefill
   Samples step_ms;
   Samples host_ms;  // per step: admission, planning, scheduling, events (all but the forward and sampling)
-  Samples first_chunk_ms;  // arrival to first chunk or frame
+  Samples first_output_ms;  // arrival to first token or frame produced
+  Samples first_chunk_ms;   // arrival to the first chunk (or frame) event sent
   std::vector<ResourceUsage> resources;
   std::size_t weights_bytes = 0;  // the model's weights as stored (read or made)
   int64_t peak_rss_bytes = 0;
