@@ -385,3 +385,27 @@ TEST_CASE("the memory plan is computed without allocating and matches the resour
   CHECK(plan["totals"]["weights_bytes"].get<std::size_t>() == weights);
   CHECK(plan["totals"]["total_bytes"].get<std::size_t>() == want + plan["totals"]["weights_bytes"].get<std::size_t>());
 }
+
+TEST_CASE("a manifest or a Hugging Face config.json passed as a deployment is named in one error") {
+  {
+    TempDir dir;
+    dir.write("m.yaml", kTtsManifest);
+    const Result r = check_files(dir, "m.yaml");
+    CHECK(!r.resolved);
+    CHECK(r.errors ==
+          "m.yaml:1:1: error: this is a model manifest (it has 'kind' tts), not a deployment: pass a deployment that "
+          "names it, such as\n  model: m.yaml\n  backend: cpu\n");
+  }
+  {
+    TempDir dir;
+    dir.write("config.json", R"({"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 64})");
+    const Result r = check_files(dir, "config.json");
+    CHECK(!r.resolved);
+    CHECK(r.errors.find("config.json:1:1: error: this is a Hugging Face config.json, not a deployment") == 0);
+    CHECK(r.errors.find("unknown key") == std::string::npos);
+  }
+  // fp8 is no typo of f32: no suggestion.
+  const Result r = check(kTtsManifest, kConfig, {"kv_dtype=fp8"});
+  CHECK(r.errors.find("unknown dtype 'fp8'") != std::string::npos);
+  CHECK(r.errors.find("did you mean") == std::string::npos);
+}

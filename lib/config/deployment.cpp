@@ -202,6 +202,23 @@ std::optional<ResolvedDeployment> resolve_deployment(const std::filesystem::path
   auto root = load_yaml_file(path, label, diags);
   if (!root) return std::nullopt;
   YamlContext ctx(label, diags);
+  // Another kind of file passed where a deployment goes: one sentence saying
+  // which, not an "unknown key" for each of its keys.
+  const YAML::Node& doc = *root;  // const: a lookup of a missing key adds nothing
+  if (doc.IsMap() && !doc["model"] && !doc["backend"]) {
+    if (doc["kind"] && (doc["architecture"] || doc["checkpoint"] || doc["resources"])) {
+      ctx.error(doc, fmt::format("this is a model manifest (it has 'kind' {}), not a deployment: pass a deployment "
+                                 "that names it, such as\n  model: {}\n  backend: cpu",
+                                 doc["kind"].IsScalar() ? doc["kind"].Scalar() : "?", path.filename().string()));
+      return std::nullopt;
+    }
+    if (doc["model_type"] || doc["architectures"]) {
+      ctx.error(doc, "this is a Hugging Face config.json, not a deployment: a model manifest names its folder "
+                     "(kind: llama or qwen2, checkpoint: FOLDER; models/hf-demo.yaml), and a deployment names the "
+                     "manifest (configs/hf-demo.yaml)");
+      return std::nullopt;
+    }
+  }
   if (root->IsMap() && !apply_sets(*root, sets, ctx, diags)) return std::nullopt;
   auto top = read_map(*root, ctx, "config", {"model", "backend", "kv_dtype", "activations", "threads", "resources", "scheduler",
                                                       "workload"});

@@ -39,7 +39,9 @@ size_t edit_distance(const std::string& a, const std::string& b) {
 
 std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates) {
   std::string best;
-  size_t best_d = std::max<size_t>(2, word.size() / 3) + 1;
+  // About one edit in three letters, at least one: "fp8" is no typo of
+  // "f32" (two edits in three letters), "refernce" is one of "reference".
+  size_t best_d = std::max<size_t>(1, word.size() / 3) + 1;
   for (const auto& c : candidates) {
     const size_t d = edit_distance(word, c);
     if (d < best_d) best_d = d, best = c;

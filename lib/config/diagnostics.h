@@ -27,7 +27,7 @@ class Diagnostics {
 };
 
 // The closest of `candidates` to `word` when it is close enough to be a
-// likely typo, else "".
+// likely typo (edits up to a third of its letters, at least one), else "".
 std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates);
 
 }  // namespace mstar
