@@ -12,6 +12,7 @@
 #include "core/errors.h"
 #include "models/safetensors.h"
 #include "models/tensors.h"
+#include "models/weights.h"
 #include "temp_dir.h"
 
 using namespace mstar;
@@ -294,10 +295,10 @@ TEST_CASE("weights files: missing, wrong names, dtypes and shapes") {
   write_safetensors(dir.path / "w.safetensors", data);
   CHECK(check_files(dir).errors ==
         "m.yaml:13:9: error: weights.file w.safetensors: tensor 'embed.weight' is missing\n"
-        "m.yaml:13:9: error: weights.file w.safetensors: tensor 'layers.0.attn_norm.weight' is F16 but weights.dtype "
-        "says F32\n"
         "m.yaml:13:9: error: weights.file w.safetensors: tensor 'layers.0.attn.q.weight' has shape [128, 64] but the "
         "architecture needs [128, 128]\n"
+        "m.yaml:13:9: error: weights.file w.safetensors: 1 tensor ('layers.0.attn_norm.weight') is F16 but "
+        "weights.dtype says F32\n"
         "m.yaml:13:9: error: weights.file w.safetensors: unexpected tensor 'embed.weights' (not part of this "
         "architecture)\n"
         "c.yaml:1:8: error: model: 'm.yaml' is not a valid model manifest (see above)\n");
@@ -408,4 +409,20 @@ TEST_CASE("a manifest or a Hugging Face config.json passed as a deployment is na
   const Result r = check(kTtsManifest, kConfig, {"kv_dtype=fp8"});
   CHECK(r.errors.find("unknown dtype 'fp8'") != std::string::npos);
   CHECK(r.errors.find("did you mean") == std::string::npos);
+}
+
+TEST_CASE("weights stored in another dtype than weights.dtype says: one error, with the setting that matches") {
+  TempDir dir;
+  const Result dummy = check(kTtsManifest);
+  REQUIRE_MESSAGE(dummy.resolved, dummy.errors);
+  const auto specs = dummy.resolved->model.arch->tensors();
+  write_weights(Weights::dummy(specs, 3), specs, dir / "w.safetensors", DType::bf16);
+  dir.write("m.yaml", replace(kTtsManifest, "dummy_seed: 3", "{file: w.safetensors, dtype: f32}"));
+  dir.write("c.yaml", kConfig);
+  const Result r = check_files(dir);
+  CHECK(!r.resolved);
+  CHECK(r.errors == fmt::format("m.yaml:13:10: error: weights.file w.safetensors: {} tensors ('{}', ...) are BF16 but "
+                                "weights.dtype says F32; set weights.dtype: bf16\n"
+                                "c.yaml:1:8: error: model: 'm.yaml' is not a valid model manifest (see above)\n",
+                                specs.size(), specs.front().name));
 }

@@ -1,7 +1,9 @@
 #include "config/manifest.h"
 
+#include <map>
 #include <regex>
 #include <set>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -167,6 +169,9 @@ void check_weights(const YAML::Node& at, YamlContext& ctx, ModelManifest& m, con
     for (const auto& [name, e] : h.tensors) found.emplace(name, std::make_pair(e, file.filename().string()));
   }
   std::set<std::string> expected;
+  // Tensors stored in another dtype than weights.dtype says, by that dtype:
+  // one error each, not one per tensor (a whole file usually differs).
+  std::map<std::string, std::vector<std::string>> other_dtype;
   for (const TensorSpec& t : m.arch->tensors()) {
     expected.insert(t.name);
     auto it = found.find(t.name);
@@ -178,7 +183,7 @@ void check_weights(const YAML::Node& at, YamlContext& ctx, ModelManifest& m, con
     const std::optional<DType> dt = find_safetensors_dtype(e.dtype);
     const int64_t row = t.shape.empty() ? 1 : t.shape.back();
     if (want_dtype && e.dtype != *want_dtype)
-      ctx.error(at, fmt::format("{}: tensor '{}' is {} but weights.dtype says {}", label, t.name, e.dtype, *want_dtype));
+      other_dtype[e.dtype].push_back(t.name);
     else if (!dt)
       ctx.error(at, fmt::format("{}: tensor '{}' has dtype {} (expected {})", label, t.name, e.dtype,
                                 safetensors_names()));
@@ -193,6 +198,15 @@ void check_weights(const YAML::Node& at, YamlContext& ctx, ModelManifest& m, con
                                 e.end - e.begin, static_cast<uint64_t>(row_bytes(*dt, t.numel()))));
     else
       m.weights_bytes += e.end - e.begin;
+  }
+  for (const auto& [stored, names] : other_dtype) {
+    const std::optional<DType> dt = find_safetensors_dtype(stored);
+    ctx.error(at, fmt::format("{}: {} tensor{} ('{}'{}) {} {} but weights.dtype says {}{}", label, names.size(),
+                              names.size() == 1 ? "" : "s", names.front(), names.size() == 1 ? "" : ", ...",
+                              names.size() == 1 ? "is" : "are", stored, *want_dtype,
+                              dt && names.size() == expected.size()  // the whole file: the setting is what differs
+                                  ? fmt::format("; set weights.dtype: {}", to_string(*dt))
+                                  : std::string()));
   }
   for (const auto& [name, e] : found)
     if (!expected.count(name))
