@@ -92,8 +92,17 @@ int main(int argc, char** argv) {
       lines = mstar::sorted_lines(mstar::read_request_lines(in, name));
     }
     if (!frames_dir.empty()) {
+      if (resolved->model.family->task != "frames")
+        throw mstar::InputError(fmt::format("--frames-dir {}: this deployment's model (kind {}) makes {}, not frames",
+                                            frames_dir, resolved->model.family->name, resolved->model.family->task));
+      // The folder itself is made, not its parents: a mistyped path fails here.
+      const std::filesystem::path dir(frames_dir);
       std::error_code ec;
-      std::filesystem::create_directories(frames_dir, ec);
+      const std::filesystem::path parent = dir.has_parent_path() ? dir.parent_path() : std::filesystem::path(".");
+      if (!std::filesystem::is_directory(parent, ec))
+        throw mstar::InputError(fmt::format("--frames-dir {}: its parent folder {} does not exist", frames_dir,
+                                            parent.string()));
+      std::filesystem::create_directory(dir, ec);
       if (ec) throw mstar::InputError(fmt::format("--frames-dir {}: cannot be created: {}", frames_dir, ec.message()));
     }
     mstar::RunOptions options;
