@@ -1,5 +1,7 @@
 #include "backend.h"
 
+#include <span>
+
 #include <fmt/format.h>
 
 #include "core/errors.h"
@@ -46,9 +48,12 @@ namespace kernels {
 
 namespace {
 
-// Every backend built into this binary: one line per backend folder.
-const std::vector<const OpTable*>& tables() {
-  static const std::vector<const OpTable*> t = {
+// Every backend built into this binary: one line per backend folder. A
+// plain array, which nothing destroys at exit: an engine held in a static
+// (an embedder's, the fuzz harnesses') still releases its weights through
+// it while the process ends.
+std::span<const OpTable* const> tables() {
+  static const OpTable* const t[] = {
       &reference_op_table(),
       &cpu_op_table(),
 #ifdef MSTAR_WITH_CUDA

@@ -92,8 +92,13 @@ void matmul_group(Backend b, const MatmulParams* ps, int n) {
 }
 
 void release_weights(Backend b) {
-  const OpTable& t = op_table(b, "release_weights");
-  if (t.release_weights) t.release_weights();
+  // Called from destructors (WeightsRelease): a backend not built has no
+  // product that could still read weights, so nothing to wait for.
+  for (Backend built : built_backends())
+    if (built == b) {
+      const OpTable& t = op_table(b, "release_weights");
+      if (t.release_weights) t.release_weights();
+    }
 }
 
 void rmsnorm(Backend b, const RmsNormParams& p) {

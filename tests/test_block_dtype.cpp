@@ -118,7 +118,9 @@ TEST_CASE("a block dtype is one row of the traits: sizes, spellings, conversion"
   std::vector<float> bad(x);
   bad[40] = INFINITY;
   convert(bad.data(), DType::f32, stored.data(), q, 64);
-  CHECK(first_non_finite(stored.data(), q, 64).has_value());
+  CHECK(first_non_finite(stored.data(), q, 64) == std::optional<std::size_t>(32));  // the block's scale is infinite
+  CHECK(std::isnan(element_as_f32(stored.data(), q, 40)));
+  CHECK(element_as_f32(stored.data(), q, 3) == back[3]);
   // The parser lists every type in the table.
   CHECK_THROWS_WITH_AS(parse_dtype("nonesuch", "kv_dtype"),
                        doctest::Contains("unknown dtype 'nonesuch' (expected f32, f16, bf16"), ConfigError);

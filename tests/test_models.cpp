@@ -335,7 +335,8 @@ TEST_CASE("weights: the safetensors file the tool writes loads back to the same 
     f.write("\"I32\"", 5);
     f.close();
     CHECK_THROWS_WITH_AS(Weights::load({file}, specs),
-                         (file.string() + ": tensor 'embed.weight' has dtype I32 (expected F32, F16 or BF16)").c_str(),
+                         // every type in the table, the built-in ones first (a test may register more)
+                         doctest::Contains((file.string() + ": tensor 'embed.weight' has dtype I32 (expected F32, F16").c_str()),
                          InputError);
   }
   fs::remove_all(dir);

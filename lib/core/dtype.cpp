@@ -135,6 +135,15 @@ DType parse_dtype(std::string_view text, std::string_view what) {
   throw ConfigError(fmt::format("{}: unknown dtype '{}' (expected {})", what, text, names));
 }
 
+float element_as_f32(const void* data, DType t, std::size_t i) {
+  const DTypeTraits& d = dtype_traits(t);
+  const auto block = static_cast<std::size_t>(d.block);
+  std::vector<float> wide(block);
+  d.to_f32(static_cast<const unsigned char*>(data) + row_bytes(t, static_cast<int64_t>(i / block * block)), wide.data(),
+           d.block);
+  return wide[i % block];
+}
+
 void convert(const void* src, DType from, void* dst, DType to, int64_t n) {
   const DTypeTraits &a = dtype_traits(from), &b = dtype_traits(to);
   MSTAR_ASSERT(b.from_f32, "convert: the target type can be written");

@@ -120,6 +120,10 @@ inline uint16_t f32_to_bf16(float x) {
 // f32 a run of blocks at a time.
 std::optional<std::size_t> first_non_finite(const void* data, DType t, std::size_t n);
 
+// Element i of a buffer of any dtype t as f32, through the row of its block
+// (for messages: a value found wrong, say).
+float element_as_f32(const void* data, DType t, std::size_t i);
+
 // Reads element i of a buffer of built-in dtype t as f32 (single elements:
 // the KV caches and the reference kernels' inner loops).
 inline float load_as_f32(const void* base, DType t, std::size_t i) {

@@ -22,7 +22,8 @@ struct Registry {
   std::deque<ModelFamily> families;
 };
 Registry& registry() {
-  static Registry r;
+  // Never destroyed: a family may be looked up while statics are torn down.
+  static Registry& r = *new Registry;
   static const bool shipped = [] {
     r.families.push_back(tts_family());
     r.families.push_back(world_family());

@@ -147,7 +147,7 @@ Weights Weights::load(const std::vector<std::filesystem::path>& files, const std
     if (const auto bad = first_non_finite(src, *dt, static_cast<std::size_t>(t.numel())))
       throw InputError(fmt::format("{}: tensor '{}' holds {} at element {}: weights must be finite (every output "
                                    "would be garbage)",
-                                   file, t.name, load_as_f32(src, *dt, *bad), *bad));
+                                   file, t.name, element_as_f32(src, *dt, *bad), *bad));
     w.tensors_[t.name] = WeightTensor{*dt, t.shape, src, static_cast<std::size_t>(want), t.matrix};
   }
   return w;
