@@ -1,8 +1,8 @@
 // Replay traces (mstar-replay): parsed as mstar-replay parses them, then run
 // through the bounded or the ring resource on the reference backend.
 #include "common.h"
-#include "config/bounded_kv_json.h"
-#include "config/ring_kv_json.h"
+#include "resources/bounded_kv/json.h"
+#include "resources/ring_kv/json.h"
 #include "core/errors.h"
 #include "core/json_text.h"
 #include "engine/replay.h"

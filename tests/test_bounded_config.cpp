@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "config/bounded_kv_json.h"
+#include "resources/bounded_kv/json.h"
 #include "core/format_value.h"
 #include "core/errors.h"
 #include "resources/bounded_kv/config.h"

@@ -14,6 +14,8 @@
 #include "models/tensors.h"
 #include "models/weights.h"
 #include "temp_dir.h"
+#include "resources/bounded_kv/manager.h"
+#include "resources/ring_kv/manager.h"
 
 using namespace mstar;
 namespace fs = std::filesystem;
@@ -122,7 +124,7 @@ std::string world_config(const std::string& overrides = "world_kv: {num_sessions
 TEST_CASE("valid manifests resolve, and overrides land") {
   Result r = check(kTtsManifest);
   REQUIRE_MESSAGE(r.resolved, r.errors);
-  const auto& spec = std::get<BoundedKVSpec>(r.resolved->model.resources[0].spec);
+  const auto& spec = (*r.resolved->model.resources[0].spec.as<BoundedKVSpec>());
   CHECK(spec.config.max_slots == 4);       // from the deployment
   CHECK(spec.config.num_heads == 1);       // from the architecture
   CHECK(spec.config.num_layers == 2);      // one per node
@@ -130,14 +132,14 @@ TEST_CASE("valid manifests resolve, and overrides land") {
 
   r = check(kWorldManifest, world_config());
   REQUIRE_MESSAGE(r.resolved, r.errors);
-  const auto& ring = std::get<RingKVSpec>(r.resolved->model.resources[0].spec).config;
+  const auto& ring = (*r.resolved->model.resources[0].spec.as<RingKVSpec>()).config;
   CHECK(ring.tokens_per_frame == 4);
   CHECK(ring.layers == std::vector<RingGeometry>{{4, 4, 1}, {4, 4, 1}, {16, 4, 4}});  // every 3rd layer global
 
   // A rule of the source length, written as text.
   r = check(replace(kTtsManifest, "{sink: 4, window: 16}", "{sink: source + 4, window: 16}"));
   REQUIRE_MESSAGE(r.resolved, r.errors);
-  CHECK(std::get<BoundedKVSpec>(r.resolved->model.resources[0].spec).config.retention.sink == SourceAffine{1, 4});
+  CHECK((*r.resolved->model.resources[0].spec.as<BoundedKVSpec>()).config.retention.sink == SourceAffine{1, 4});
 }
 
 TEST_CASE("unknown keys, with a suggestion when one is close") {
@@ -241,7 +243,7 @@ TEST_CASE("deployment overrides: undeclared resource keys and geometry are refus
 TEST_CASE("--set overrides are checked exactly like the file") {
   Result r = check(kTtsManifest, kConfig, {"resources.voice_kv.max_slots=9", "backend=reference"});
   REQUIRE_MESSAGE(r.resolved, r.errors);
-  CHECK(std::get<BoundedKVSpec>(r.resolved->model.resources[0].spec).config.max_slots == 9);
+  CHECK((*r.resolved->model.resources[0].spec.as<BoundedKVSpec>()).config.max_slots == 9);
   CHECK(r.resolved->deployment.backend == Backend::reference);
   CHECK(check(kTtsManifest, kConfig, {"resources.voice_kv.max_slots=lots"}).errors ==
         "--set resources.voice_kv.max_slots=lots: error: resources.voice_kv.max_slots: expected an integer, got "
@@ -376,7 +378,7 @@ TEST_CASE("the memory plan is computed without allocating and matches the resour
   Result r = check(kWorldManifest, world_config("world_kv: {num_sessions: 5}"));
   REQUIRE_MESSAGE(r.resolved, r.errors);
   const auto plan = memory_plan_json(*r.resolved);
-  const auto& ring = std::get<RingKVSpec>(r.resolved->model.resources[0].spec).config;
+  const auto& ring = (*r.resolved->model.resources[0].spec.as<RingKVSpec>()).config;
   // [2, H, (sessions + 1) * (frames + 1) * T, D] x 2 bytes (bf16): two local layers of 5 frames, one global of 17
   const std::size_t want = 2u * 1 * 6 * 4 * 16 * 2 * (5 + 5 + 17);
   CHECK(plan["resources"][0]["total_bytes"].get<std::size_t>() == want);

@@ -25,6 +25,8 @@
 #include "kernels/rope.h"
 #include "support.h"
 #include "backends.h"
+#include "resources/bounded_kv/manager.h"
+#include "resources/ring_kv/manager.h"
 
 using namespace mstar;
 namespace fs = std::filesystem;
@@ -202,7 +204,7 @@ TEST_CASE("tts: layers split over two resources of different windows route each 
     BoundedKVSpec l0 = tts_kv(a, SinkWindow{4, 64}), l1 = tts_kv(a, SinkWindow{2, short_window});
     l0.resource_key = "long", l0.layers = {0}, l0.config.num_layers = 1;
     l1.resource_key = "short", l1.layers = {1}, l1.config.num_layers = 1;
-    return std::vector<ResourceSpec>{l0, l1};
+    return std::vector<SpecRef>{l0, l1};
   };
   auto model_built = tts_family().make(a, w, ModelOptions{Backend::cpu, 1});
       auto& model = dynamic_cast<TokenModel&>(*model_built);

@@ -20,7 +20,7 @@
 #include "bench/engine_bench.h"
 #include "bench/kernels.h"
 #include "bench/soak.h"
-#include "config/bounded_kv_json.h"
+#include "resources/bounded_kv/json.h"
 #include "config/yaml_source.h"
 #include "core/checked.h"
 #include "core/files.h"
@@ -299,7 +299,7 @@ TEST_CASE("reliability: a failed write is an error naming the file, and an atomi
 
 TEST_CASE("reliability: numbers beyond int64 are named as written, overflowing arithmetic is refused") {
   const json r = json::parse(R"({"id": "a", "max_tokens": 9223372036854775808})");
-  CHECK(what_of([&] { RequestFields(r, "request 'a'").integer("max_tokens", 1, 100); }) ==
+  CHECK(what_of([&] { JsonFields(r, "request 'a'").integer("max_tokens", 1, 100); }) ==
         "request 'a': 'max_tokens' must be in [1, 100], got 9223372036854775808");
   CHECK(checked_add<int64_t>(INT64_MAX, 1) == std::nullopt);
   CHECK(checked_mul<int64_t>(INT64_MAX / 2, 3) == std::nullopt);

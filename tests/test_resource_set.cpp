@@ -5,12 +5,14 @@
 #include <doctest/doctest.h>
 
 #include "resources/resource_set.h"
+#include "resources/bounded_kv/manager.h"
+#include "resources/ring_kv/manager.h"
 
 using namespace mstar;
 
 namespace {
 
-std::vector<ResourceSpec> two_kinds() {
+std::vector<SpecRef> two_kinds() {
   BoundedKVConfig b;
   b.num_layers = 1;
   b.num_heads = 1;
@@ -88,7 +90,9 @@ TEST_CASE("resource set: all or none across a bounded and a ring resource") {
 
 TEST_CASE("resource set: two resources may not serve one layer") {
   auto specs = two_kinds();
-  std::get<RingKVSpec>(specs[1]).layers = {0};
+  RingKVSpec ring = *specs[1].as<RingKVSpec>();
+  ring.layers = {0};
+  specs[1] = ring;
   CHECK_THROWS_WITH_AS(ResourceSet(specs, ResourceOptions{Backend::cpu, 1}),
                        "resource 'frames': layer 0 is already served by resource 'text'", ConfigError);
 }

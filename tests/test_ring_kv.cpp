@@ -8,7 +8,7 @@
 #include <map>
 
 #include "core/format_value.h"
-#include "config/ring_kv_json.h"
+#include "resources/ring_kv/json.h"
 #include "core/errors.h"
 #include "resources/ring_kv/manager.h"
 #include "resources/ring_kv/memory.h"

@@ -21,6 +21,8 @@
 #include "engine/run.h"
 #include "engine/snapshot.h"
 #include "temp_dir.h"
+#include "resources/bounded_kv/manager.h"
+#include "resources/ring_kv/manager.h"
 
 using namespace mstar;
 using nlohmann::json;

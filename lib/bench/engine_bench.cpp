@@ -24,6 +24,7 @@
 #include "engine/run.h"
 #include "models/safetensors.h"
 #include "models/weights.h"
+#include "resources/bounded_kv/config.h"
 
 namespace mstar::bench {
 
@@ -67,11 +68,11 @@ struct SpeechBench {
 };
 
 SpeechBench speech_bench(const ResolvedDeployment& d, const char* what) {
-  if (d.model.family->task != "speech" || d.model.resources.size() != 1)
+  const BoundedKVSpec* bounded = d.model.resources.size() == 1 ? d.model.resources[0].spec.as<BoundedKVSpec>() : nullptr;
+  if (d.model.family->task != "speech" || !bounded)
     throw ConfigError(fmt::format("mstar-bench {} needs a speech deployment with one bounded resource", what));
   const ModelOptions options = model_options(d.deployment);
-  SpeechBench b{d.model.load_weights(options.backend), nullptr, nullptr,
-                std::get<BoundedKVSpec>(d.model.resources.at(0).spec), options};
+  SpeechBench b{d.model.load_weights(options.backend), nullptr, nullptr, *bounded, options};
   b.built = d.model.family->make(*d.model.arch, b.weights, b.options);
   b.model = &dynamic_cast<TokenModel&>(*b.built);
   b.spec.config.max_slots = 1;
@@ -176,15 +177,14 @@ ConcurrencySweep resolve_concurrency(const std::filesystem::path& config, const 
   const ResolvedDeployment base = resolve_or_throw(config, sets);
   ConcurrencySweep sweep{streams, {}, base.model.family->task == "speech"};
   int64_t rows = 1;
-  for (const auto& res : base.model.resources)
-    if (const auto* b = std::get_if<BoundedKVSpec>(&res.spec)) rows = b->config.rows_per_request;
+  for (const auto& res : base.model.resources) rows = std::max(rows, res.spec->rows_per_request());
   for (int64_t n : streams) {
     std::vector<std::string> s = sets;
     s.push_back(fmt::format("workload.requests.count={}", n));
     s.push_back("workload.requests.arrival_every=0");
     s.push_back(fmt::format("workload.requests.{}={}", sweep.tts ? "max_tokens" : "frames", tokens));
     for (const auto& res : base.model.resources)
-      s.push_back(fmt::format("resources.{}.{}={}", res.key(), res.type == "bounded_kv" ? "max_slots" : "num_sessions", n));
+      s.push_back(fmt::format("resources.{}.{}={}", res.key(), res.spec->pool_field(), n));
     s.push_back(fmt::format("scheduler.max_batch={}", n * rows));
     try {
       sweep.deployments.push_back(resolve_or_throw(config, s));

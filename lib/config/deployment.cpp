@@ -94,16 +94,14 @@ bool read_backend(const YAML::Node& n, YamlContext& ctx, Backend& out) {
   return true;
 }
 
-// Patches what a deployment may tune (one field per resource type) and
-// validates the result.
-template <class Spec>
-void patch(Spec& spec, const std::string& path, int64_t value, const YAML::Node& at, YamlContext& ctx) {
-  Spec patched = spec;
-  if constexpr (std::is_same_v<Spec, BoundedKVSpec>) patched.config.max_slots = value;
-  else patched.config.num_sessions = value;
+// Sets the one field a deployment may tune (ResourceSpec::pool_field) on a
+// copy of the spec, and keeps the copy when it validates.
+void patch(SpecRef& spec, const std::string& path, int64_t value, const YAML::Node& at, YamlContext& ctx) {
+  std::unique_ptr<ResourceSpec> patched = spec->copy();
+  patched->set_pool_size(value);
   try {
-    patched.config.validate(fmt::format("resource '{}'", spec.resource_key));
-    spec = patched;
+    patched->validate(fmt::format("resource '{}'", spec->key()));
+    spec = SpecRef(std::move(patched));
   } catch (const ConfigError& err) {
     ctx.error(at, fmt::format("{}: {}", path, err.what()));
   }
@@ -124,8 +122,7 @@ void apply_overrides(const MapEntries& overrides, YamlContext& ctx, ModelManifes
                                    near.empty() ? "" : fmt::format("; did you mean '{}'?", near)));
       continue;
     }
-    const bool bounded = std::holds_alternative<BoundedKVSpec>(decl->spec);
-    const std::string allowed = bounded ? "max_slots" : "num_sessions";
+    const std::string allowed(decl->spec->pool_field());
     auto e = read_any_map(block, ctx, "resources." + key);
     if (!e) continue;
     for (const auto& [k, v] : e->items) {
@@ -133,13 +130,12 @@ void apply_overrides(const MapEntries& overrides, YamlContext& ctx, ModelManifes
       if (k != allowed) {
         ctx.error(v, fmt::format("{}: a deployment may not change '{}': a {} resource accepts only {} (its geometry is "
                                  "a fact of the model's checkpoint)",
-                                 path, k, decl->type, allowed));
+                                 path, k, decl->spec->type(), allowed));
         continue;
       }
       int64_t value = 0;
       if (!read_yaml(v, ctx, path, value, Range{1, INT32_MAX - 1})) continue;
-      const YAML::Node& node = v;  // clang 14 (the fuzz preset) cannot capture a structured binding, as C++20 allows
-      std::visit([&](auto& spec) { patch(spec, path, value, node, ctx); }, decl->spec);
+      patch(decl->spec, path, value, v, ctx);
     }
   }
 }
@@ -158,24 +154,12 @@ void check_memory(const Deployment& d, const ModelManifest& m, const std::option
   uint64_t total = m.weights_bytes;
   std::string parts, largest_key;
   uint64_t largest = 0;
+  std::vector<int64_t> voices;
+  if (d.workload.contains("voices"))
+    for (const auto& [name, tokens] : d.workload["voices"].items()) voices.push_back(static_cast<int64_t>(tokens.size()));
   for (const ResourceDecl& r : m.resources) {
-    uint64_t bytes = 0;
-    std::string knob;
-    if (const auto* b = std::get_if<BoundedKVSpec>(&r.spec)) {
-      const BoundedKVConfig& c = b->config;
-      bytes = c.pool_bytes();
-      if (d.workload.contains("voices"))
-        for (const auto& [name, tokens] : d.workload["voices"].items())
-          add(bytes, checked_product({c.num_layers, c.rows_per_request, c.num_heads,
-                                      static_cast<int64_t>(tokens.size()), 2, c.head_dim,
-                                      static_cast<int64_t>(row_bytes(c.dtype, 1))})
-                         .value_or(UINT64_MAX));
-      knob = fmt::format("max_slots {}", c.max_slots);
-    } else {
-      const RingKVConfig& c = std::get<RingKVSpec>(r.spec).config;
-      for (int64_t l = 0; l < c.num_layers; ++l) add(bytes, c.layer_bytes(l));
-      knob = fmt::format("num_sessions {}", c.num_sessions);
-    }
+    const uint64_t bytes = r.spec->bytes(voices);
+    const std::string knob = fmt::format("{} {}", r.spec->pool_field(), r.spec->pool_size());
     add(total, bytes);
     parts += fmt::format("resource '{}' {} ({}), ", r.key(), bytes_text(bytes), knob);
     if (bytes > largest) largest = bytes, largest_key = r.key();
@@ -260,14 +244,14 @@ std::optional<ResolvedDeployment> resolve_deployment(const std::filesystem::path
   // A request of a bounded resource owns rows_per_request rows of every
   // step; a batch smaller than that could never admit one.
   for (const ResourceDecl& r : model->resources)
-    if (const auto* b = std::get_if<BoundedKVSpec>(&r.spec); b && b->config.rows_per_request > d.scheduler.max_batch) {
+    if (r.spec->rows_per_request() > d.scheduler.max_batch) {
       const YAML::Node* sched = top->find("scheduler");
       YAML::Node at = *root;
       if (sched) at.reset(sched->IsMap() && (*sched)["max_batch"] ? (*sched)["max_batch"] : *sched);
       ctx.error(at,
                 fmt::format("scheduler.max_batch: {} rows per step cannot hold one request of resource '{}', which "
                             "owns rows_per_request = {} rows",
-                            d.scheduler.max_batch, r.key(), b->config.rows_per_request));
+                            d.scheduler.max_batch, r.key(), r.spec->rows_per_request()));
     }
   if (const YAML::Node* n = top->find("workload")) {
     if (!workload) {
@@ -277,17 +261,16 @@ std::optional<ResolvedDeployment> resolve_deployment(const std::filesystem::path
     }
   }
   if (d.kv_dtype)
-    for (auto& r : model->resources)
-      std::visit(
-          [&](auto& spec) {
-            spec.config.dtype = *d.kv_dtype;
-            try {
-              spec.config.validate(fmt::format("resource '{}'", spec.resource_key));
-            } catch (const ConfigError& e) {
-              ctx.error(*top->find("kv_dtype"), fmt::format("kv_dtype: {}", e.what()));
-            }
-          },
-          r.spec);
+    for (auto& r : model->resources) {
+      std::unique_ptr<ResourceSpec> spec = r.spec->copy();
+      spec->set_dtype(*d.kv_dtype);
+      try {
+        spec->validate(fmt::format("resource '{}'", spec->key()));
+        r.spec = SpecRef(std::move(spec));
+      } catch (const ConfigError& e) {
+        ctx.error(*top->find("kv_dtype"), fmt::format("kv_dtype: {}", e.what()));
+      }
+    }
   if (diags.all().size() == before) check_memory(d, *model, overrides, *root, ctx);
   if (diags.all().size() != before) return std::nullopt;
   return ResolvedDeployment{d, std::move(*model)};

@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "config/resource_yaml.h"
+#include "config/resource_types.h"
 #include "config/yaml_field_source.h"
 #include "config/yaml_read.h"
 #include "config/yaml_source.h"
@@ -16,8 +16,8 @@
 
 namespace mstar {
 
-std::vector<ResourceSpec> ModelManifest::resource_specs() const {
-  std::vector<ResourceSpec> out;
+std::vector<SpecRef> ModelManifest::resource_specs() const {
+  std::vector<SpecRef> out;
   for (const ResourceDecl& r : resources) out.push_back(r.spec);
   return out;
 }
@@ -70,27 +70,6 @@ bool read_nodes(const YAML::Node& n, YamlContext& ctx, const std::string& path, 
   return ok;
 }
 
-// Runs a config's validate(), turning its exception into a diagnostic placed
-// at the field its message names ("<path>: <field> ..."), or at the config.
-template <class Config>
-bool validated(const Config& c, const YAML::Node& at, YamlContext& ctx, const std::string& path) {
-  try {
-    c.validate(path);
-    return true;
-  } catch (const ConfigError& e) {
-    const std::string msg = e.what();
-    YAML::Node place = at;
-    if (at.IsMap() && msg.rfind(path + ": ", 0) == 0) {
-      const std::string rest = msg.substr(path.size() + 2);
-      const std::string word = rest.substr(0, rest.find_first_of(" .["));
-      for (const auto& kv : at)
-        if (kv.first.IsScalar() && kv.first.Scalar() == word) place.reset(kv.second);
-    }
-    ctx.error(place, msg);
-    return false;
-  }
-}
-
 std::optional<ResourceDecl> read_resource(const YAML::Node& n, YamlContext& ctx, const std::string& path,
                                           const ModelManifest& m) {
   auto e = read_map(n, ctx, path, {"resource_key", "type", "nodes", "config"});
@@ -109,10 +88,13 @@ std::optional<ResourceDecl> read_resource(const YAML::Node& n, YamlContext& ctx,
   std::vector<int64_t> layers;
   ok = read_nodes(*e->find("nodes"), ctx, path + ".nodes", t.layers, layers) && ok;
   if (!ok) return std::nullopt;
-  if (type != "bounded_kv" && type != "ring_kv") {
-    const std::string near = did_you_mean(type, {"bounded_kv", "ring_kv"});
-    ctx.error(*e->find("type"), fmt::format("{}.type: unknown resource type '{}' (expected bounded_kv or ring_kv){}",
-                                            path, type, near.empty() ? "" : fmt::format("; did you mean '{}'?", near)));
+  const ResourceType* found = find_resource_type(type);
+  if (!found) {
+    const std::vector<std::string> names = resource_type_names();
+    const std::string near = did_you_mean(type, names);
+    ctx.error(*e->find("type"), fmt::format("{}.type: unknown resource type '{}' (expected {}){}", path, type,
+                                            fmt::join(names, " or "),
+                                            near.empty() ? "" : fmt::format("; did you mean '{}'?", near)));
     return std::nullopt;
   }
   if (type != m.family->resource_type) {
@@ -120,26 +102,10 @@ std::optional<ResourceDecl> read_resource(const YAML::Node& n, YamlContext& ctx,
                                             m.family->name, m.family->resource_type, type));
     return std::nullopt;
   }
-  const YAML::Node& cfg = *e->find("config");
-  const std::string cpath = path + ".config";
-  if (type == "bounded_kv") {
-    BoundedKVSpec spec{key, layers, {}};
-    spec.config.num_layers = static_cast<int64_t>(layers.size());
-    spec.config.num_heads = t.kv_heads;
-    spec.config.head_dim = t.head_dim;
-    if (!read_yaml_fields(cfg, ctx, cpath, spec.config, FieldMode::manifest)) return std::nullopt;
-    if (!validated(spec.config, cfg, ctx, cpath)) return std::nullopt;
-    return ResourceDecl{type, spec};
-  }
-  RingKVSpec spec{key, layers, {}};
-  spec.config.num_layers = static_cast<int64_t>(layers.size());
-  spec.config.num_kv_heads = t.kv_heads;
-  spec.config.head_dim = t.head_dim;
-  spec.config.tokens_per_frame = m.arch->tokens_per_frame();
-  ctx.layers_hint = spec.config.num_layers;
-  if (!read_yaml_fields(cfg, ctx, cpath, spec.config, FieldMode::manifest)) return std::nullopt;
-  if (!validated(spec.config, cfg, ctx, cpath)) return std::nullopt;
-  return ResourceDecl{type, spec};
+  std::unique_ptr<ResourceSpec> spec =
+      found->read(*e->find("config"), ctx, path + ".config", ResourceSite{key, layers, m.arch.get()});
+  if (!spec) return std::nullopt;
+  return ResourceDecl{SpecRef(std::move(spec))};
 }
 
 // Checks the weights files' headers against the architecture's tensors and
@@ -352,7 +318,7 @@ std::optional<ModelManifest> load_manifest(const std::filesystem::path& path, co
         for (const auto& other : m.resources)
           if (other.key() == r->key())
             ctx.error((*n)[i]["resource_key"], fmt::format("{}.resource_key: '{}' is declared twice", rpath, r->key()));
-        for (int64_t l : served_layers(r->spec))
+        for (int64_t l : r->spec->served_layers())
           if (auto [it, fresh] = layer_owner.emplace(l, r->key()); !fresh)
             ctx.error((*n)[i]["nodes"], fmt::format("{}.nodes: 'attn.{}' already belongs to resource '{}'", rpath, l,
                                                     it->second));

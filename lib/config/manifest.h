@@ -37,7 +37,7 @@
 #include "models/family.h"
 #include "models/weights.h"
 #include "tokenizer/tokenizer.h"
-#include "resources/resource_set.h"
+#include "resources/resource_spec.h"
 
 namespace mstar {
 
@@ -56,9 +56,8 @@ struct WeightsSpec {
 };
 
 struct ResourceDecl {
-  std::string type;  // "bounded_kv" or "ring_kv"
-  ResourceSpec spec;
-  const std::string& key() const { return resource_key(spec); }
+  SpecRef spec;  // of a registered type (config/resource_types.h)
+  const std::string& key() const { return spec->key(); }
 };
 
 struct ModelManifest {
@@ -73,7 +72,7 @@ struct ModelManifest {
   std::filesystem::path tokenizer_path;          // empty: the model takes token ids only
   std::shared_ptr<const Tokenizer> tokenizer;    // loaded once, shared by whoever encodes
 
-  std::vector<ResourceSpec> resource_specs() const;
+  std::vector<SpecRef> resource_specs() const;
   // The weights files (the shards of an index), resolved; empty for a dummy initialisation.
   std::vector<std::filesystem::path> weight_files() const;
   // The weights: read from the files, or the dummy initialisation, laid

@@ -3,74 +3,21 @@
 
 #include <fmt/format.h>
 
-#include "config/bounded_kv_json.h"
-#include "config/json_fields.h"
-#include "config/ring_kv_json.h"
-#include "resources/bounded_kv/memory.h"
-#include "resources/ring_kv/memory.h"
+#include "config/resource_types.h"
+#include "core/json_fields.h"
 
 namespace mstar {
 
 using nlohmann::json;
 
-namespace {
-
-json geometry_json(const RingGeometry& g) {
-  return json{{"ring_frames", g.ring_frames}, {"ring_buckets", g.ring_buckets}, {"pinned_dilation", g.pinned_dilation}};
-}
-
-// The workload's voices are sources every bounded resource stores once:
-// [layers, rows, H, len, 2D] each, in the cache dtype.
-json bounded_json(const BoundedKVSpec& s, const json& workload) {
-  const BoundedKVConfig& c = s.config;
-  const BoundedKVMemory m = memory_report(c);
-  std::size_t sources = 0;
-  if (workload.contains("voices"))
-    for (const auto& [name, tokens] : workload["voices"].items())
-      sources += row_bytes(c.dtype, c.num_layers * c.rows_per_request * c.num_heads *
-                                        static_cast<int64_t>(tokens.size()) * 2 * c.head_dim);
-  return json{{"resource_key", s.resource_key},
-              {"type", "bounded_kv"},
-              {"layers", c.num_layers},
-              {"config", to_json(c)},
-              {"slot_tokens", m.slot_tokens},
-              {"sink_capacity", m.sink_tokens},
-              {"window_capacity", m.window_tokens},
-              {"scratch_tokens", m.scratch_tokens},
-              {"max_retained_per_request", c.max_retained()},
-              {"slots", c.max_slots},
-              {"bytes_per_slot", m.bytes_per_slot},
-              {"pool_bytes", m.total_bytes},
-              {"source_bytes", sources},
-              {"total_bytes", m.total_bytes + sources}};
-}
-
-json ring_json(const RingKVSpec& s) {
-  const RingKVConfig& c = s.config;
-  const RingKVMemory rep = memory_report(c);
-  json groups = json::array();
-  for (const auto& g : rep.groups)
-    groups.push_back(json{{"kind", g.kind},
-                          {"geometry", geometry_json(g.geometry)},
-                          {"layers", g.layers},
-                          {"frames_per_session", g.frames_per_session},
-                          {"addressed_frames", g.geometry.ring_buckets + 1},
-                          {"bytes", g.bytes}});
-  json cfg = to_json(c);
-  cfg.erase("layers");  // shown by group
-  return json{{"resource_key", s.resource_key}, {"type", "ring_kv"},
-              {"layers", c.num_layers},        {"config", cfg},
-              {"groups", groups},              {"sessions", c.num_sessions},
-              {"bytes_per_session", rep.bytes_per_session},
-              {"total_bytes", rep.total_bytes}};
-}
-
-std::string bytes(uint64_t b) {
+std::string plan_bytes(uint64_t b) {
   if (b >= (1ull << 30)) return fmt::format("{} ({:.2f} GiB)", b, static_cast<double>(b) / (1ull << 30));
   if (b >= (1ull << 20)) return fmt::format("{} ({:.2f} MiB)", b, static_cast<double>(b) / (1ull << 20));
   if (b >= (1ull << 10)) return fmt::format("{} ({:.1f} KiB)", b, static_cast<double>(b) / (1ull << 10));
   return fmt::format("{}", b);
 }
+
+namespace {
 
 // What the workload holds, not its contents: voices by length, the request count, the settings.
 json workload_json(const json& w) {
@@ -97,15 +44,14 @@ json memory_plan_json(const ResolvedDeployment& r) {
     if (m.weights.dummy_seed) weights["dummy_seed"] = *m.weights.dummy_seed;
     else weights["file"] = m.weights.file;
   }
+  // The workload's voices are sources every resource that holds sources stores once.
+  std::vector<int64_t> voices;
+  if (d.workload.contains("voices"))
+    for (const auto& [name, tokens] : d.workload["voices"].items()) voices.push_back(static_cast<int64_t>(tokens.size()));
   json resources = json::array();
   std::size_t kv = 0;
   for (const auto& res : m.resources) {
-    json j = std::visit(
-        [&](const auto& spec) {
-          if constexpr (std::is_same_v<std::decay_t<decltype(spec)>, BoundedKVSpec>) return bounded_json(spec, d.workload);
-          else return ring_json(spec);
-        },
-        res.spec);
+    json j = res.spec->plan_json(voices);
     kv += j["total_bytes"].get<std::size_t>();
     resources.push_back(std::move(j));
   }
@@ -174,49 +120,20 @@ std::string memory_plan_text(const json& p) {
     const json& c = r["config"];
     o += fmt::format("\nresource    {} ({}, {} layers, {})\n", r["resource_key"].get<std::string>(),
                      r["type"].get<std::string>(), r["layers"].get<int64_t>(), c["dtype"].get<std::string>());
-    if (r["type"] == "bounded_kv") {
-      o += fmt::format("  geometry  {} heads x head_dim {}, {} row(s) per request, sources {}..{} entries\n",
-                       c["num_heads"].get<int64_t>(), c["head_dim"].get<int64_t>(),
-                       c["rows_per_request"].get<int64_t>(), c["min_source_len"].get<int64_t>(),
-                       c["max_source_len"].get<int64_t>());
-      RetentionRule rule;
-      read_json(c["retention"], "plan", "retention", rule);
-      o += fmt::format("  retention {}\n", rule);
-      o += fmt::format("  per request retains at most {} entries; a slot holds {} (sink {} + window {} + scratch {})\n",
-                       r["max_retained_per_request"].get<int64_t>(), r["slot_tokens"].get<int64_t>(),
-                       r["sink_capacity"].get<int64_t>(), r["window_capacity"].get<int64_t>(),
-                       r["scratch_tokens"].get<int64_t>());
-      o += fmt::format("  bytes     {} per slot x {} slots = {}\n", bytes(r["bytes_per_slot"].get<uint64_t>()),
-                       r["slots"].get<int64_t>(), bytes(r["pool_bytes"].get<uint64_t>()));
-      if (r["source_bytes"].get<uint64_t>() > 0)
-        o += fmt::format("  sources   the workload's voices, stored once: {}; with the pool {}\n",
-                         bytes(r["source_bytes"].get<uint64_t>()), bytes(r["total_bytes"].get<uint64_t>()));
-    } else {
-      o += fmt::format("  geometry  {} kv heads x head_dim {}, {} tokens per frame\n", c["num_kv_heads"].get<int64_t>(),
-                       c["head_dim"].get<int64_t>(), c["tokens_per_frame"].get<int64_t>());
-      for (const json& g : r["groups"]) {
-        const json& geo = g["geometry"];
-        o += fmt::format("  {:<9} {} layers: ring_frames {}, ring_buckets {}, dilation {}: {} frames per session "
-                         "({} addressed), {}\n",
-                         g["kind"].get<std::string>(), g["layers"].size(), geo["ring_frames"].get<int64_t>(),
-                         geo["ring_buckets"].get<int64_t>(), geo["pinned_dilation"].get<int64_t>(),
-                         g["frames_per_session"].get<int64_t>(), g["addressed_frames"].get<int64_t>(),
-                         bytes(g["bytes"].get<uint64_t>()));
-      }
-      o += fmt::format("  bytes     {} per session x ({} sessions + 1 padding) = {}\n",
-                       bytes(r["bytes_per_session"].get<uint64_t>()), r["sessions"].get<int64_t>(),
-                       bytes(r["total_bytes"].get<uint64_t>()));
-    }
+    if (const ResourceType* type = find_resource_type(r["type"].get<std::string>()); type && type->plan_text)
+      o += type->plan_text(r);
+    else
+      o += fmt::format("  bytes     {}\n", plan_bytes(r["total_bytes"].get<uint64_t>()));
   }
   const json& w = m["weights"];
   o += fmt::format("\nweights     {} tensors, {}, {} = {}\n", w["tensors"].get<int64_t>(), w["dtype"].get<std::string>(),
                    w.contains("checkpoint") ? "checkpoint " + w["checkpoint"].get<std::string>()
                    : w.contains("file")     ? "file " + w["file"].get<std::string>()
                                             : fmt::format("dummy seed {}", w["dummy_seed"].get<int64_t>()),
-                   bytes(w["bytes"].get<uint64_t>()));
+                   plan_bytes(w["bytes"].get<uint64_t>()));
   const json& t = p["totals"];
-  o += fmt::format("total       KV {} + weights {} = {}\n", bytes(t["kv_bytes"].get<uint64_t>()),
-                   bytes(t["weights_bytes"].get<uint64_t>()), bytes(t["total_bytes"].get<uint64_t>()));
+  o += fmt::format("total       KV {} + weights {} = {}\n", plan_bytes(t["kv_bytes"].get<uint64_t>()),
+                   plan_bytes(t["weights_bytes"].get<uint64_t>()), plan_bytes(t["total_bytes"].get<uint64_t>()));
   return o;
 }
 

@@ -126,7 +126,7 @@ void Engine::take_snapshot(const Inbox& item, std::vector<Event>& events) {
     c.id = item.id;
     c.program = program_->save(*live);
     // A resumed request not yet admitted still carries the states it came with.
-    c.resources = live->pending_state.empty() ? kv_->get_state(item.id) : copy_states(live->pending_state);
+    c.resources = live->pending_state.empty() ? kv_->save(item.id) : copy_states(live->pending_state);
     const std::string bytes = encode_snapshot(c, fingerprints_, d_.model.resource_specs());
     write_file_atomic(item.path, bytes);
     events.push_back({nlohmann::json{{"event", "snapshot"}, {"id", item.id}, {"path", item.path.string()},
@@ -244,7 +244,7 @@ void Engine::admit(std::vector<Event>& events) {
           // A resumed request's slots and sessions are claimed now: its
           // entries go in before the step runs (checked when it was resumed).
           if (!l.pending_state.empty()) {
-            kv_->load_state(l.id, l.pending_state);
+            kv_->load(l.id, l.pending_state);
             releasing_states(l);
             l.pending_state.clear();
           }

@@ -48,7 +48,7 @@ class FrameProgram final : public Program {
 
   std::unique_ptr<Live> start(const json& request) override {
     const std::string id = request_id(request);
-    const RequestFields f(request, fmt::format("request '{}'", id));
+    const JsonFields f(request, fmt::format("request '{}'", id));
     f.only({"id", "frames", "seed", "controls"});
     auto live = std::make_unique<FrameLive>();
     live->id = id;
@@ -118,7 +118,7 @@ class FrameProgram final : public Program {
   }
 
   std::unique_ptr<Live> restore(const json& state, const std::string& id) override {
-    const RequestFields f(state, fmt::format("resume '{}': the stream's state", id));
+    const JsonFields f(state, fmt::format("resume '{}': the stream's state", id));
     f.only({"frames", "seed", "frame", "controls"});
     auto live = std::make_unique<FrameLive>();
     live->id = id;

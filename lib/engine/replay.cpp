@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "config/bounded_kv_json.h"
-#include "config/ring_kv_json.h"
+#include "resources/bounded_kv/json.h"
+#include "resources/ring_kv/json.h"
 #include "core/json_text.h"
 #include "core/errors.h"
 #include "resources/bounded_kv/manager.h"

@@ -1,38 +1,17 @@
 #pragma once
-// Reading a request's JSON object: the fields every request has (id), and
-// typed getters that name the field and the value when it is wrong. What a
-// request of each task holds is its program's (speech_program.h,
-// frame_program.h); docs/running.md lists both.
-#include <cstdint>
-#include <initializer_list>
+// Reading a request's JSON object: the fields every request has (id); the
+// typed getters are core/json_object.h's. What a request of each task holds
+// is its program's (speech_program.h, frame_program.h); docs/running.md lists
+// both.
 #include <string>
-#include <string_view>
 
 #include <nlohmann/json.hpp>
+
+#include "core/json_object.h"
 
 namespace mstar {
 
 // The request's id: a non-empty string (InputError otherwise).
 std::string request_id(const nlohmann::json& request);
-
-// Getters over one JSON object, each throwing InputError
-// "<who>: '<key>' ..." naming the key and the value.
-class RequestFields {
- public:
-  RequestFields(const nlohmann::json& j, std::string who);
-  // Every key must be one of `known`.
-  void only(std::initializer_list<std::string_view> known) const;
-  bool has(const char* key) const { return j_.contains(key); }
-  int64_t integer(const char* key, int64_t lo, int64_t hi) const;  // required
-  int64_t integer(const char* key, int64_t lo, int64_t hi, int64_t dflt) const;
-  double real(const char* key, double lo, double hi, double dflt) const;  // finite, in [lo, hi]
-  std::string string(const char* key) const;                               // required, non-empty
-  const nlohmann::json& at(const char* key) const;                         // required
-  const std::string& who() const { return who_; }
-
- private:
-  const nlohmann::json& j_;
-  std::string who_;
-};
 
 }  // namespace mstar

@@ -5,8 +5,6 @@
 #include <fmt/format.h>
 #include <xxhash.h>
 
-#include "config/bounded_kv_json.h"
-#include "config/ring_kv_json.h"
 #include "core/errors.h"
 #include "core/files.h"
 #include "core/json_text.h"
@@ -36,28 +34,6 @@ uint64_t get_le(std::string_view b, std::size_t at, int bytes) {
 
 std::string hex(uint64_t v) { return fmt::format("{:016x}", v); }
 
-// A resource's section shapes for one request, layer by layer.
-std::vector<Shape> section_shapes(const ResourceSpec& spec) {
-  std::vector<Shape> out;
-  if (const auto* b = std::get_if<BoundedKVSpec>(&spec)) {
-    const BoundedKVConfig& c = b->config;
-    for (int64_t l = 0; l < c.num_layers; ++l)
-      out.push_back(Shape{c.rows_per_request, c.num_heads, c.retained_tokens(), 2 * c.head_dim});
-  } else {
-    const RingKVConfig& c = std::get<RingKVSpec>(spec).config;
-    for (int64_t l = 0; l < c.num_layers; ++l) out.push_back(Shape{2, c.num_kv_heads, c.capacity(l), c.head_dim});
-  }
-  return out;
-}
-
-DType dtype_of(const ResourceSpec& spec) {
-  return std::visit([](const auto& s) { return s.config.dtype; }, spec);
-}
-
-const char* type_of(const ResourceSpec& spec) {
-  return std::holds_alternative<BoundedKVSpec>(spec) ? "bounded_kv" : "ring_kv";
-}
-
 json layers_json(const std::vector<HostBuffer>& kv) {
   json out = json::array();
   for (const HostBuffer& b : kv) {
@@ -68,6 +44,14 @@ json layers_json(const std::vector<HostBuffer>& kv) {
   return out;
 }
 
+// A saved resource entry's own fields: what its type wrote beside the type,
+// key and sections.
+json state_fields(const json& entry) {
+  json f = entry;
+  for (const char* k : {"type", "key", "layers"}) f.erase(k);
+  return f;
+}
+
 // Every part of a refusal names the file.
 [[noreturn]] void refuse(const std::string& name, const std::string& why) {
   throw InputError(fmt::format("snapshot {}: {}", name, why));
@@ -76,13 +60,13 @@ json layers_json(const std::vector<HostBuffer>& kv) {
 // The header's list of byte sections for one resource, checked against the
 // shapes this engine's resource keeps; returns their total bytes.
 uint64_t check_sections(const json& layers, const ResourceSpec& spec, const std::string& where) {
-  const std::vector<Shape> want = section_shapes(spec);
-  const DType dt = dtype_of(spec);
+  const std::vector<Shape> want = spec.state_shapes();
+  const DType dt = spec.dtype();
   if (!layers.is_array() || layers.size() != want.size())
     throw InputError(fmt::format("{}: expected {} layer sections", where, want.size()));
   uint64_t total = 0;
   for (size_t l = 0; l < want.size(); ++l) {
-    const RequestFields f(layers[l], fmt::format("{}.layers[{}]", where, l));
+    const JsonFields f(layers[l], fmt::format("{}.layers[{}]", where, l));
     f.only({"dtype", "shape", "bytes"});
     const json& shape = f.at("shape");
     bool same = shape.is_array() && static_cast<int64_t>(shape.size()) == want[l].rank();
@@ -155,43 +139,33 @@ Fingerprints fingerprints(const ResolvedDeployment& d) {
   f.weights = hash64(weights);
 
   json resources = json::array();
-  for (const ResourceSpec& spec : m.resource_specs()) {
-    json c = std::visit([](const auto& s) { return to_json(s.config); }, spec);
-    c.erase("max_slots");
-    c.erase("num_sessions");
-    resources.push_back(json{{"type", type_of(spec)}, {"key", resource_key(spec)}, {"layers", served_layers(spec)},
+  for (const SpecRef& spec : m.resource_specs()) {
+    json c = spec->config_json();
+    c.erase(std::string(spec->pool_field()));  // a deployment's choice: a stream resumes under another
+    resources.push_back(json{{"type", spec->type()}, {"key", spec->key()}, {"layers", spec->served_layers()},
                              {"config", c}});
   }
   f.resources = hash64(dump_json(resources));
   return f;
 }
 
-std::size_t max_snapshot_bytes(const std::vector<ResourceSpec>& specs) {
+std::size_t max_snapshot_bytes(const std::vector<SpecRef>& specs) {
   std::size_t total = kPrefix + kMaxSnapshotHeaderBytes + kChecksum;
-  for (const ResourceSpec& spec : specs)
-    for (const Shape& s : section_shapes(spec)) total += row_bytes(dtype_of(spec), s.numel());
+  for (const SpecRef& spec : specs)
+    for (const Shape& s : spec->state_shapes()) total += row_bytes(spec->dtype(), s.numel());
   return total;
 }
 
-std::string encode_snapshot(const SnapshotContent& c, const Fingerprints& f, const std::vector<ResourceSpec>& specs) {
+std::string encode_snapshot(const SnapshotContent& c, const Fingerprints& f, const std::vector<SpecRef>& specs) {
   MSTAR_ASSERT(c.resources.empty() || c.resources.size() == specs.size(), "one state per resource");
   json resources = json::array();
   std::vector<const HostBuffer*> sections;
   for (size_t i = 0; i < c.resources.size(); ++i) {
-    json r{{"type", type_of(specs[i])}, {"key", resource_key(specs[i])}};
-    if (const auto* b = std::get_if<BoundedRequestState>(&c.resources[i])) {
-      r["written"] = b->written;
-      r["source"] = b->source;
-      r["source_len"] = b->source_len;
-      r["layers"] = layers_json(b->kv);
-      for (const HostBuffer& h : b->kv) sections.push_back(&h);
-    } else {
-      const auto& s = std::get<RingSessionState>(c.resources[i]);
-      r["next_frame"] = s.next_frame ? json(*s.next_frame) : json(nullptr);
-      r["flags"] = s.written;
-      r["layers"] = layers_json(s.kv);
-      for (const HostBuffer& h : s.kv) sections.push_back(&h);
-    }
+    const ResourceState& state = *c.resources[i];
+    json r{{"type", specs[i]->type()}, {"key", specs[i]->key()}};
+    r.update(state.fields());
+    r["layers"] = layers_json(state.sections());
+    for (const HostBuffer& h : state.sections()) sections.push_back(&h);
     resources.push_back(std::move(r));
   }
   const json header{{"task", c.task},
@@ -216,7 +190,7 @@ std::string encode_snapshot(const SnapshotContent& c, const Fingerprints& f, con
 }
 
 SnapshotContent decode_snapshot(std::string_view bytes, const std::string& name, const Fingerprints& f,
-                                const std::string& task, const std::vector<ResourceSpec>& specs) {
+                                const std::string& task, const std::vector<SpecRef>& specs) {
   if (bytes.size() < kPrefix + kChecksum)
     refuse(name, fmt::format("is {} bytes, too short to be an mstar snapshot", bytes.size()));
   if (std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0)
@@ -239,9 +213,9 @@ SnapshotContent decode_snapshot(std::string_view bytes, const std::string& name,
   json header;
   try {
     header = parse_json(bytes.substr(kPrefix, header_len), "header", 32);
-    const RequestFields h(header, "header");
+    const JsonFields h(header, "header");
     h.only({"task", "id", "fingerprints", "program", "resources"});
-    const RequestFields fp(h.at("fingerprints"), "header.fingerprints");
+    const JsonFields fp(h.at("fingerprints"), "header.fingerprints");
     fp.only({"model", "weights", "resources"});
     for (const auto& [part, mine, what] :
          {std::tuple<const char*, uint64_t, const char*>{"model", f.model, "another model (family, architecture or tokenizer)"},
@@ -269,36 +243,13 @@ SnapshotContent decode_snapshot(std::string_view bytes, const std::string& name,
     uint64_t sections = 0;
     for (size_t i = 0; i < resources.size(); ++i) {
       const std::string where = fmt::format("header.resources[{}]", i);
-      const RequestFields r(resources[i], where);
-      if (r.string("type") != type_of(specs[i]) || r.string("key") != resource_key(specs[i]))
+      const JsonFields r(resources[i], where);
+      const ResourceSpec& spec = *specs[i];
+      if (r.string("type") != spec.type() || r.string("key") != spec.key())
         throw InputError(fmt::format("{}: {} '{}', but this model's resource {} is {} '{}'", where, r.string("type"),
-                                     r.string("key"), i, type_of(specs[i]), resource_key(specs[i])));
-      if (std::holds_alternative<BoundedKVSpec>(specs[i])) {
-        r.only({"type", "key", "written", "source", "source_len", "layers"});
-        r.integer("written", 0, INT64_MAX / 8);
-        r.integer("source", INT32_MIN, INT32_MAX);
-        r.integer("source_len", 0, INT32_MAX);
-      } else {
-        r.only({"type", "key", "next_frame", "flags", "layers"});
-        const RingKVConfig& rc = std::get<RingKVSpec>(specs[i]).config;
-        if (!r.at("next_frame").is_null()) r.integer("next_frame", 0, RingKVBook::kMaxFrame + 1);
-        const json& flags = r.at("flags");
-        if (!flags.is_array() || static_cast<int64_t>(flags.size()) != rc.num_layers)
-          throw InputError(fmt::format("{}.flags: expected one list of frame flags per layer ({})", where, rc.num_layers));
-        for (int64_t l = 0; l < rc.num_layers; ++l) {
-          const json& fl = flags[static_cast<size_t>(l)];
-          const int64_t n = rc.layers[static_cast<size_t>(l)].ring_frames + 1;
-          if (!fl.is_array() || static_cast<int64_t>(fl.size()) != n)
-            throw InputError(fmt::format("{}.flags[{}]: expected {} frame flags", where, l, n));
-          for (const json& x : fl)
-            if (!x.is_number_unsigned() || x.get<uint64_t>() > 1)
-              throw InputError(fmt::format("{}.flags[{}]: expected 0 or 1, got {}", where, l, json_excerpt(x)));
-          if (fl.back() != 1)
-            throw InputError(fmt::format("{}.flags[{}]: the scratch frame (the last flag) always counts as written",
-                                         where, l));
-        }
-      }
-      sections += check_sections(r.at("layers"), specs[i], where);
+                                     r.string("key"), i, spec.type(), spec.key()));
+      spec.check_state_fields(state_fields(resources[i]), where);
+      sections += check_sections(r.at("layers"), spec, where);
     }
     if (sections != payload.size())
       throw InputError(fmt::format("the header's sections hold {} bytes but the file carries {}", sections,
@@ -311,23 +262,11 @@ SnapshotContent decode_snapshot(std::string_view bytes, const std::string& name,
     return fmt::format("the section of header.resources[{}].layers[{}]", resource, layer);
   };
   for (size_t i = 0; i < resources.size(); ++i) {
-    const json& r = resources[i];
-    const std::vector<Shape> shapes = section_shapes(specs[i]);
-    const DType dt = dtype_of(specs[i]);
-    if (std::holds_alternative<BoundedKVSpec>(specs[i])) {
-      BoundedRequestState s;
-      s.written = r["written"].get<int64_t>();
-      s.source = r["source"].get<int>();
-      s.source_len = r["source_len"].get<int64_t>();
-      for (const Shape& sh : shapes) s.kv.push_back(take_section(payload, at, dt, sh, name, section(i, s.kv.size())));
-      c.resources.emplace_back(std::move(s));
-    } else {
-      RingSessionState s;
-      if (!r["next_frame"].is_null()) s.next_frame = r["next_frame"].get<int64_t>();
-      s.written = r["flags"].get<std::vector<std::vector<uint8_t>>>();
-      for (const Shape& sh : shapes) s.kv.push_back(take_section(payload, at, dt, sh, name, section(i, s.kv.size())));
-      c.resources.emplace_back(std::move(s));
-    }
+    const ResourceSpec& spec = *specs[i];
+    std::vector<HostBuffer> kv;
+    for (const Shape& sh : spec.state_shapes())
+      kv.push_back(take_section(payload, at, spec.dtype(), sh, name, section(i, kv.size())));
+    c.resources.push_back(spec.make_state(state_fields(resources[i]), std::move(kv)));
   }
   return c;
 }

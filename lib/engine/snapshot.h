@@ -63,16 +63,16 @@ struct SnapshotContent {
 };
 
 // The file's bytes.
-std::string encode_snapshot(const SnapshotContent& c, const Fingerprints& f, const std::vector<ResourceSpec>& specs);
+std::string encode_snapshot(const SnapshotContent& c, const Fingerprints& f, const std::vector<SpecRef>& specs);
 // Checks, in order, the length, the magic, the version, the total length,
 // the checksum, the header, the fingerprints, the task and every section's
 // shape against `specs`; throws InputError "<name>: <reason>" at the first
 // that fails, so nothing of a bad file is used.
 SnapshotContent decode_snapshot(std::string_view bytes, const std::string& name, const Fingerprints& f,
-                                const std::string& task, const std::vector<ResourceSpec>& specs);
+                                const std::string& task, const std::vector<SpecRef>& specs);
 
 // The largest snapshot a stream of these resources can make (its sections
 // plus the header's limit): what a reader reads at most.
-std::size_t max_snapshot_bytes(const std::vector<ResourceSpec>& specs);
+std::size_t max_snapshot_bytes(const std::vector<SpecRef>& specs);
 
 }  // namespace mstar

@@ -19,23 +19,23 @@ namespace {
 
 using nlohmann::json;
 
-// The source-length rule every bounded resource of the model states: a voice
-// must fit all of them.
+// The source lengths and step spans every resource of the model takes: a
+// voice must fit all of them.
 struct SourceRange {
   int64_t min = 1, max = INT64_MAX;
   int64_t query_window = INT64_MAX;  // the longest prompt one step may write
   int64_t rows = 1;                  // rows per request (2: classifier-free guidance)
 };
 
-SourceRange source_range(const std::vector<ResourceSpec>& specs) {
+SourceRange source_range(const std::vector<SpecRef>& specs) {
   SourceRange r;
-  for (const ResourceSpec& s : specs)
-    if (const auto* b = std::get_if<BoundedKVSpec>(&s)) {
-      r.min = std::max<int64_t>(r.min, b->config.min_source_len);
-      r.max = std::min(r.max, b->config.max_source_len);
-      if (b->config.query_window) r.query_window = std::min(r.query_window, *b->config.query_window);
-      r.rows = b->config.rows_per_request;
-    }
+  for (const SpecRef& s : specs) {
+    const SourceLimits l = s->source_limits();
+    r.min = std::max(r.min, l.min_len);
+    r.max = std::min(r.max, l.max_len);
+    r.query_window = std::min(r.query_window, l.query_window);
+    r.rows = std::max(r.rows, s->rows_per_request());
+  }
   return r;
 }
 
@@ -83,7 +83,7 @@ class SpeechProgram final : public Program {
 
   std::unique_ptr<Live> start(const json& request) override {
     const std::string id = request_id(request);
-    const RequestFields f(request, fmt::format("request '{}'", id));
+    const JsonFields f(request, fmt::format("request '{}'", id));
     f.only({"id", "voice", "prompt", "text", "max_tokens", "sampling"});
     const std::string voice = f.string("voice");
     auto v = voices_.find(voice);
@@ -117,7 +117,7 @@ class SpeechProgram final : public Program {
                                    prompt.size(), range_.query_window));
     SamplingParams sp;
     if (f.has("sampling")) {
-      const RequestFields s(f.at("sampling"), f.who() + " sampling");
+      const JsonFields s(f.at("sampling"), f.who() + " sampling");
       s.only({"temperature", "top_k", "top_p", "seed"});
       // Ranges are SamplingParams::validate's, below, which names them.
       sp.temperature = s.real("temperature", -1e300, 1e300, 0.0);
@@ -220,7 +220,7 @@ class SpeechProgram final : public Program {
   }
 
   std::unique_ptr<Live> restore(const json& state, const std::string& id) override {
-    const RequestFields f(state, fmt::format("resume '{}': the stream's state", id));
+    const JsonFields f(state, fmt::format("resume '{}': the stream's state", id));
     f.only({"voice", "voice_hash", "settings", "max_tokens", "sampling", "rng", "written", "last", "chunk", "chunks",
             "generated", "prompt", "text"});
     const std::string voice = f.string("voice");
@@ -235,7 +235,7 @@ class SpeechProgram final : public Program {
     if (f.at("settings") != settings())
       throw InputError(fmt::format("resume '{}': the stream was made with workload settings {}; this deployment has {}",
                                    id, json_excerpt(f.at("settings")), json_excerpt(settings())));
-    const RequestFields sf(f.at("sampling"), f.who() + ": sampling");
+    const JsonFields sf(f.at("sampling"), f.who() + ": sampling");
     sf.only({"temperature", "top_k", "top_p", "seed"});
     SamplingParams sp;
     sp.temperature = sf.real("temperature", 0, 100, 0.0);
@@ -283,7 +283,7 @@ class SpeechProgram final : public Program {
       throw InputError(fmt::format("{}: text: {}", f.who(),
                                    tokenizer_ ? "missing, but this model decodes text" : "present, but this model has no tokenizer"));
     if (tokenizer_) {
-      const RequestFields tf(f.at("text"), f.who() + ": text");
+      const JsonFields tf(f.at("text"), f.who() + ": text");
       tf.only({"run", "pending"});
       auto bytes = [&](const char* key) {
         const json& a = tf.at(key);

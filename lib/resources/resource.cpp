@@ -1,5 +1,7 @@
 #include "resources/resource.h"
 
+#include "resources/resource_spec.h"
+
 namespace mstar {
 
 const char* to_string(AdmitOutcome::Kind k) {
@@ -30,5 +32,17 @@ AdmitOutcome Resource::admit(const Step& step, const StepContext& ctx) {
   if (out.ok()) claim(step, ctx);
   return out;
 }
+
+namespace {
+
+[[noreturn]] void keeps_no_state(const Resource& r) {
+  throw InputError(fmt::format("resource '{}' ({}) keeps no state a snapshot can save", r.key(), r.type()));
+}
+
+}  // namespace
+
+std::unique_ptr<ResourceState> Resource::save(const std::string&) const { keeps_no_state(*this); }
+void Resource::restore_position(const std::string&, const ResourceState&) { keeps_no_state(*this); }
+void Resource::load(const std::string&, const ResourceState&) { keeps_no_state(*this); }
 
 }  // namespace mstar

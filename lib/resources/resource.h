@@ -18,9 +18,14 @@
 //           so committing the same step twice is harmless.
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <fmt/format.h>
+
+#include "core/errors.h"
 
 namespace mstar {
 
@@ -87,6 +92,8 @@ struct StepContext {
   void add_padding(int n);
 };
 
+class ResourceState;  // resource_spec.h
+
 // What reset_request does with the request's claim.
 enum class OnReset : uint8_t { keep_claim, release };
 
@@ -123,6 +130,26 @@ class Resource {
   virtual Occupancy occupancy() const = 0;
   // The requests it knows (registered, holding a claim or not).
   virtual int64_t requests() const = 0;
+  // Whether the request holds a claim here (a slot, a session).
+  virtual bool holds_claim(const std::string& rid) const = 0;
+
+  // Snapshots (resource_spec.h). A type that keeps nothing to save leaves
+  // these: each refuses with InputError naming the resource.
+  // The request's state, of this resource's own state type.
+  virtual std::unique_ptr<ResourceState> save(const std::string& rid) const;
+  // Before the request's first step: its position, so that step is checked
+  // against it. InputError, nothing changed, for a state of another type or
+  // out of range.
+  virtual void restore_position(const std::string& rid, const ResourceState& state);
+  // After the step that admitted it claimed: its entries and position.
+  virtual void load(const std::string& rid, const ResourceState& state);
 };
+
+// `state` as the resource's own state type, or InputError naming both.
+template <class State>
+const State& state_as(const Resource& r, const ResourceState& state) {
+  if (const auto* s = dynamic_cast<const State*>(&state)) return *s;
+  throw InputError(fmt::format("resource '{}' is {}, but the state given for it is of another type", r.key(), r.type()));
+}
 
 }  // namespace mstar

@@ -5,35 +5,20 @@
 #include <memory>
 #include <string>
 #include <utility>
-#include <variant>
 #include <vector>
 
-#include <fmt/format.h>
-
-#include "core/errors.h"
 #include "resources/attention_memory.h"
-#include "resources/bounded_kv/manager.h"
 #include "resources/options.h"
 #include "resources/resource.h"
-#include "resources/ring_kv/manager.h"
+#include "resources/resource_spec.h"
 
 namespace mstar {
-
-using ResourceSpec = std::variant<BoundedKVSpec, RingKVSpec>;
-// One request's state in one resource (a snapshot's part of it).
-using RequestState = std::variant<BoundedRequestState, RingSessionState>;
-// States hold buffers, which copy only when asked.
-std::vector<RequestState> copy_states(const std::vector<RequestState>& states);
-
-const std::string& resource_key(const ResourceSpec& spec);
-// The model layers a spec serves (its `layers`, or 0 .. num_layers - 1).
-std::vector<int64_t> served_layers(const ResourceSpec& spec);
 
 class ResourceSet {
  public:
   // Builds every resource (ConfigError for a bad spec or two resources
   // serving one layer).
-  ResourceSet(const std::vector<ResourceSpec>& specs, const ResourceOptions& options);
+  ResourceSet(const std::vector<SpecRef>& specs, const ResourceOptions& options);
 
   int64_t size() const { return static_cast<int64_t>(resources_.size()); }
   Resource& at(int64_t i) { return *resources_[static_cast<size_t>(i)]; }
@@ -59,14 +44,16 @@ class ResourceSet {
 
   // A request's state in every resource, in order. A request that holds no
   // claim anywhere has committed nothing, and gets no states.
-  std::vector<RequestState> get_state(const std::string& rid) const;
+  std::vector<RequestState> save(const std::string& rid) const;
   // A restored request, before its first step: its positions in every
   // resource (one state each, of its type), so its first step is checked
-  // against them. InputError, naming the resource, when a state does not fit.
+  // against them. InputError, naming the resource, when a state does not fit;
+  // resources before it may have set theirs, so the caller removes the
+  // request.
   void restore_position(const std::string& rid, const std::vector<RequestState>& states);
   // After the step that admitted it claimed its slots and sessions: its
   // entries and positions.
-  void load_state(const std::string& rid, const std::vector<RequestState>& states);
+  void load(const std::string& rid, const std::vector<RequestState>& states);
 
  private:
   struct Route {

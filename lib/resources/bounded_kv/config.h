@@ -22,6 +22,7 @@
 #include "core/dtype.h"
 #include "core/fields.h"
 #include "resources/resource.h"
+#include "resources/resource_spec.h"
 
 namespace mstar {
 
@@ -133,14 +134,39 @@ struct BoundedKVConfig {
 // A config with the model layers that use it, scoped by a key that
 // deployment YAML names to tune it (max_slots only: the rest of its geometry
 // is a fact of the model).
-struct BoundedKVSpec {
+struct BoundedKVSpec final : ResourceSpec {
   std::string resource_key;
   // The model's attention layers this resource serves, ascending; its layer
   // i is layers[i]. Empty: layers 0 .. num_layers - 1 (a standalone config).
   std::vector<int64_t> layers;
   BoundedKVConfig config;
 
-  bool operator==(const BoundedKVSpec&) const = default;
+  BoundedKVSpec() = default;
+  BoundedKVSpec(std::string key, std::vector<int64_t> served, BoundedKVConfig c)
+      : resource_key(std::move(key)), layers(std::move(served)), config(std::move(c)) {}
+
+  std::unique_ptr<ResourceSpec> copy() const override { return std::make_unique<BoundedKVSpec>(*this); }
+  std::string_view type() const override { return "bounded_kv"; }
+  const std::string& key() const override { return resource_key; }
+  std::vector<int64_t> served_layers() const override;
+  void validate(std::string_view where) const override { config.validate(where); }
+  std::unique_ptr<Resource> build(const ResourceOptions& options) const override;
+  DType dtype() const override { return config.dtype; }
+  void set_dtype(DType d) override { config.dtype = d; }
+  std::string_view pool_field() const override { return "max_slots"; }
+  int64_t pool_size() const override { return config.max_slots; }
+  void set_pool_size(int64_t n) override { config.max_slots = n; }
+  int64_t rows_per_request() const override { return config.rows_per_request; }
+  SourceLimits source_limits() const override;
+  nlohmann::json config_json() const override;
+  // The slot pool, and each source as [layers, rows, H, len, 2D].
+  uint64_t bytes(std::span<const int64_t> source_lens) const override;
+  nlohmann::json plan_json(std::span<const int64_t> source_lens) const override;
+  // Per layer [rows, H, retained_tokens, 2D]: a slot's retained entries.
+  std::vector<Shape> state_shapes() const override;
+  // written, source, source_len.
+  void check_state_fields(const nlohmann::json& fields, const std::string& where) const override;
+  RequestState make_state(const nlohmann::json& fields, std::vector<HostBuffer> sections) const override;
 };
 
 std::string format_rule(const SourceAffine& a);

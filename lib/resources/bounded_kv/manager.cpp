@@ -50,13 +50,25 @@ void BoundedKVManager::plan(const Step& step, const StepContext& ctx) {
 BoundedRequestState BoundedKVManager::get_state(const std::string& rid) const {
   const BoundedRequest* r = book_.find(rid);
   if (!r) throw InputError(fmt::format("bounded_kv: get_state of unknown request '{}'", rid));
-  BoundedRequestState st{{}, r->written, r->source, r->source_len};
+  BoundedRequestState st;
+  st.written = r->written;
+  st.source = r->source;
+  st.source_len = r->source_len;
   if (!r->slot) {
     MSTAR_ASSERT(r->written == 0, "a request with committed entries holds its slot");
     return st;
   }
   for (int64_t l = 0; l < spec_.config.num_layers; ++l) st.kv.push_back(storage_.copy_slot(l, *r->slot));
   return st;
+}
+
+bool BoundedKVManager::holds_claim(const std::string& rid) const {
+  const BoundedRequest* r = book_.find(rid);
+  return r && r->slot;
+}
+
+std::unique_ptr<ResourceState> BoundedKVManager::save(const std::string& rid) const {
+  return std::make_unique<BoundedRequestState>(get_state(rid));
 }
 
 void BoundedKVManager::restore_position(const std::string& rid, const BoundedRequestState& state) {

@@ -18,13 +18,17 @@ namespace mstar {
 
 // One request's stream in every layer, with its position: a copy the caller
 // may hold while the slot serves others (what a snapshot keeps of it).
-struct BoundedRequestState {
+struct BoundedRequestState final : ResourceState {
   // Per layer: the slot's retained entries, [R, H, retained_tokens, 2D] in
   // the cache dtype. Empty for a request that has committed nothing.
   std::vector<HostBuffer> kv;
   int64_t written = 0;  // committed entries past the source
   int source = 0;       // the source the stream started on
   int64_t source_len = 0;
+
+  std::unique_ptr<ResourceState> copy() const override;
+  const std::vector<HostBuffer>& sections() const override { return kv; }
+  nlohmann::json fields() const override;
 };
 
 class BoundedKVManager final : public Resource, public AttentionMemory {
@@ -78,6 +82,14 @@ class BoundedKVManager final : public Resource, public AttentionMemory {
   // The request's state (InputError for an unknown request). A request
   // without a slot has committed nothing: its state holds no entries.
   BoundedRequestState get_state(const std::string& rid) const;
+  bool holds_claim(const std::string& rid) const override;
+  std::unique_ptr<ResourceState> save(const std::string& rid) const override;
+  void restore_position(const std::string& rid, const ResourceState& state) override {
+    restore_position(rid, state_as<BoundedRequestState>(*this, state));
+  }
+  void load(const std::string& rid, const ResourceState& state) override {
+    load_state(rid, state_as<BoundedRequestState>(*this, state));
+  }
   // Before the request's first step here: its committed position, so that
   // step's declaration is checked against it while it waits for a slot.
   // InputError, and nothing changed, when the position cannot be here.

@@ -16,6 +16,7 @@
 
 #include "core/dtype.h"
 #include "core/fields.h"
+#include "resources/resource_spec.h"
 
 namespace mstar {
 
@@ -70,14 +71,37 @@ struct RingKVConfig {
 // A config with the model layers that use it. The geometry is a fact of the
 // checkpoint; a deployment tunes only how many rollouts are resident
 // (num_sessions).
-struct RingKVSpec {
+struct RingKVSpec final : ResourceSpec {
   std::string resource_key;
   // The model's attention layers this resource serves, ascending; its layer
   // i is layers[i]. Empty: layers 0 .. num_layers - 1 (a standalone config).
   std::vector<int64_t> layers;
   RingKVConfig config;
 
-  bool operator==(const RingKVSpec&) const = default;
+  RingKVSpec() = default;
+  RingKVSpec(std::string key, std::vector<int64_t> served, RingKVConfig c)
+      : resource_key(std::move(key)), layers(std::move(served)), config(std::move(c)) {}
+
+  std::unique_ptr<ResourceSpec> copy() const override { return std::make_unique<RingKVSpec>(*this); }
+  std::string_view type() const override { return "ring_kv"; }
+  const std::string& key() const override { return resource_key; }
+  std::vector<int64_t> served_layers() const override;
+  void validate(std::string_view where) const override { config.validate(where); }
+  std::unique_ptr<Resource> build(const ResourceOptions& options) const override;
+  DType dtype() const override { return config.dtype; }
+  void set_dtype(DType d) override { config.dtype = d; }
+  std::string_view pool_field() const override { return "num_sessions"; }
+  int64_t pool_size() const override { return config.num_sessions; }
+  void set_pool_size(int64_t n) override { config.num_sessions = n; }
+  nlohmann::json config_json() const override;
+  // Every layer's rings; a ring holds no sources.
+  uint64_t bytes(std::span<const int64_t> source_lens) const override;
+  nlohmann::json plan_json(std::span<const int64_t> source_lens) const override;
+  // Per layer [2, H_kv, capacity, D]: one session's rings.
+  std::vector<Shape> state_shapes() const override;
+  // next_frame (null before the first frame) and flags (per layer, one per frame slot).
+  void check_state_fields(const nlohmann::json& fields, const std::string& where) const override;
+  RequestState make_state(const nlohmann::json& fields, std::vector<HostBuffer> sections) const override;
 };
 
 }  // namespace mstar

@@ -85,6 +85,16 @@ RingSessionState RingKVManager::get_state(const std::string& rid) const {
   return st;
 }
 
+std::unique_ptr<ResourceState> RingKVManager::save(const std::string& rid) const {
+  if (!holds_claim(rid)) return std::make_unique<RingSessionState>();
+  return std::make_unique<RingSessionState>(get_state(rid));
+}
+
+void RingKVManager::load(const std::string& rid, const ResourceState& state) {
+  const RingSessionState& s = state_as<RingSessionState>(*this, state);
+  if (!s.kv.empty()) load_state(rid, s);
+}
+
 void RingKVManager::restore_position(const std::string& rid, const RingSessionState& state) {
   book_.restore_clock(rid, state.next_frame);
 }

@@ -18,10 +18,14 @@ namespace mstar {
 
 // One session in every layer, with its clock: a copy the caller may hold
 // across further frames that overwrite the rings in place.
-struct RingSessionState {
+struct RingSessionState final : ResourceState {
   std::vector<HostBuffer> kv;                 // per layer: [2, H_kv, capacity, D], cache dtype
   std::vector<std::vector<uint8_t>> written;  // per layer: [ring_frames + 1] frame-slot flags
   std::optional<int64_t> next_frame;
+
+  std::unique_ptr<ResourceState> copy() const override;
+  const std::vector<HostBuffer>& sections() const override { return kv; }
+  nlohmann::json fields() const override;
 };
 
 class RingKVManager final : public Resource, public AttentionMemory {
@@ -70,6 +74,14 @@ class RingKVManager final : public Resource, public AttentionMemory {
   int64_t seen_before(std::size_t row) const override;
 
   RingSessionState get_state(const std::string& rid) const;
+  bool holds_claim(const std::string& rid) const override { return session_of(rid).has_value(); }
+  // A request without a session has committed nothing: its state is empty.
+  std::unique_ptr<ResourceState> save(const std::string& rid) const override;
+  void restore_position(const std::string& rid, const ResourceState& state) override {
+    restore_position(rid, state_as<RingSessionState>(*this, state));
+  }
+  // An empty state (nothing committed) loads nothing.
+  void load(const std::string& rid, const ResourceState& state) override;
   // Before the request's first step here: its clock, so that step's
   // declared frame is checked against it while it waits for a session.
   // InputError, and nothing changed, when the clock is out of range.

@@ -1,7 +1,7 @@
 #include "core/json_text.h"
-#include "config/ring_kv_json.h"
+#include "resources/ring_kv/json.h"
 
-#include "config/json_fields.h"
+#include "core/json_fields.h"
 
 namespace mstar {
 

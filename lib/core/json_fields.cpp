@@ -1,5 +1,5 @@
 #include "core/json_text.h"
-#include "config/json_fields.h"
+#include "core/json_fields.h"
 
 namespace mstar {
 
