@@ -6,7 +6,8 @@
 #include <fmt/format.h>
 
 #include "core/errors.h"
-#include "models/families/hf_decoder.h"
+#include "models/families/llama.h"
+#include "models/families/qwen2.h"
 #include "models/families/tts.h"
 #include "models/families/world.h"
 

@@ -176,9 +176,9 @@ RopeScaling read_rope_scaling(ConfigReader& r, const json& j, const std::string&
   return s;
 }
 
-std::unique_ptr<Architecture> read_architecture_of(const std::string& family, ArchitectureInput& in) {
+std::unique_ptr<Architecture> read_architecture_of(const HfDecoderKind& kind, ArchitectureInput& in) {
   MSTAR_ASSERT(!in.checkpoint.empty(), "a checkpoint family is read from its folder");
-  return read_hf_architecture(family, in.checkpoint, in.positions, in.error);
+  return read_hf_architecture(kind, in.checkpoint, in.positions, in.error);
 }
 
 std::unique_ptr<Model> make_decoder(const Architecture& a, const Weights& w, const ModelOptions& o) {
@@ -199,20 +199,21 @@ std::unique_ptr<Model> make_decoder(const Architecture& a, const Weights& w, con
   return std::make_unique<DecoderLM>(a, std::move(spec), w, o);
 }
 
-ModelFamily hf_family(const std::string& name) {
+}  // namespace
+
+ModelFamily hf_family(const HfDecoderKind& kind) {
+  const std::string& name = kind.model_type;
   ModelFamily f;
   f.name = name;
   f.task = "speech";
   f.resource_type = "bounded_kv";
   f.summary = fmt::format("a Hugging Face {} decoder (architecture from the checkpoint's config.json)", name);
   f.from_checkpoint = true;
-  f.read_architecture = [name](ArchitectureInput& in) { return read_architecture_of(name, in); };
+  f.read_architecture = [kind](ArchitectureInput& in) { return read_architecture_of(kind, in); };
   f.weight_files = hf_weight_files;
   f.make = make_decoder;
   return f;
 }
-
-}  // namespace
 
 std::vector<TensorSpec> HfArchitecture::tensors() const {
   const TrunkShape& s = shape;
@@ -285,7 +286,7 @@ std::vector<double> HfArchitecture::inv_freq() const {
   return f;
 }
 
-std::unique_ptr<HfArchitecture> read_hf_architecture(const std::string& family, const std::filesystem::path& folder,
+std::unique_ptr<HfArchitecture> read_hf_architecture(const HfDecoderKind& kind, const std::filesystem::path& folder,
                                                      const std::string& positions,
                                                      const std::function<void(const std::string&)>& error) {
   std::error_code ec;
@@ -302,12 +303,16 @@ std::unique_ptr<HfArchitecture> read_hf_architecture(const std::string& family, 
   a->checkpoint = folder;
   a->positions = positions;
   a->model_type = r.string("model_type", "");
-  if (a->model_type != "llama" && a->model_type != "qwen2") {
-    r.fail("model_type", fmt::format("'{}' is not supported (mstar runs llama and qwen2)", a->model_type));
+  const ModelFamily* named = find_family(a->model_type);
+  if (!named || !named->from_checkpoint) {
+    std::vector<std::string> runs;
+    for (const std::string& n : family_names())
+      if (find_family(n)->from_checkpoint) runs.push_back(n);
+    r.fail("model_type", fmt::format("'{}' is not supported (mstar runs {})", a->model_type, fmt::join(runs, " and ")));
     return nullptr;
   }
-  if (a->model_type != family) {
-    r.fail("model_type", fmt::format("'{}', but the manifest says kind {}", a->model_type, family));
+  if (a->model_type != kind.model_type) {
+    r.fail("model_type", fmt::format("'{}', but the manifest says kind {}", a->model_type, kind.model_type));
     return nullptr;
   }
   TrunkShape& s = a->shape;
@@ -324,16 +329,15 @@ std::unique_ptr<HfArchitecture> read_hf_architecture(const std::string& family, 
                                       s.heads));
   if (r.ok() && s.head_dim % 2 != 0) r.fail("head_dim", fmt::format("{} must be even for rotary positions", s.head_dim));
   s.norm_eps = r.real("rms_norm_eps", 1e-12, 1.0);
-  s.qkv_bias = a->model_type == "qwen2";
+  s.qkv_bias = kind.qkv_bias;
   a->vocab = r.integer("vocab_size", 2, 1 << 24);
   a->rope_theta = r.real("rope_theta", 1.0, 1e12, 10000.0);
   a->tie_word_embeddings = r.boolean("tie_word_embeddings", false);
   const std::string act = r.string("hidden_act", "silu");
   if (act != "silu") r.fail("hidden_act", fmt::format("'{}' is not supported (the MLP is SwiGLU: silu)", act));
-  if (a->model_type == "llama") {
-    if (r.boolean("attention_bias", false)) r.fail("attention_bias", "true is not supported (llama without biases)");
-    if (r.boolean("mlp_bias", false)) r.fail("mlp_bias", "true is not supported (llama without biases)");
-  }
+  for (const std::string& flag : kind.refused_flags)
+    if (r.boolean(flag.c_str(), false))
+      r.fail(flag.c_str(), fmt::format("true is not supported ({} without biases)", kind.model_type));
   if (r.boolean("use_sliding_window", false))
     r.fail("use_sliding_window", "true is not supported (mstar's bounded cache decides what a step sees)");
   bool ok = r.ok();
@@ -367,8 +371,5 @@ std::vector<std::filesystem::path> hf_weight_files(const std::filesystem::path& 
     throw InputError(fmt::format("{}: is not a regular file (a directory, device, socket or pipe?)", single.string()));
   throw InputError(fmt::format("{}: no model.safetensors or model.safetensors.index.json", folder.string()));
 }
-
-ModelFamily llama_family() { return hf_family("llama"); }
-ModelFamily qwen2_family() { return hf_family("qwen2"); }
 
 }  // namespace mstar

@@ -1,5 +1,6 @@
 #pragma once
-// Hugging Face decoders as speech models: the "llama" and "qwen2" families
+// Hugging Face decoders as speech models: what the "llama" and "qwen2"
+// families (llama.cpp, qwen2.cpp beside this file) share
 // (docs/hf-decoders.md). The architecture comes from the checkpoint folder's
 // config.json (and generation_config.json when present), never from the
 // manifest; the tensors keep Hugging Face's names and are used in the dtype
@@ -45,15 +46,23 @@ class HfArchitecture final : public Architecture {
   std::filesystem::path checkpoint;
 };
 
-// Reads config.json (and generation_config.json) of `folder` for family
-// `family` (llama or qwen2); every problem goes to `error`, naming the file,
-// the key and the value. Null when there was any.
-std::unique_ptr<HfArchitecture> read_hf_architecture(const std::string& family, const std::filesystem::path& folder,
+// What one Hugging Face decoder family adds to the shared reader and trunk.
+struct HfDecoderKind {
+  std::string model_type;  // config.json's model_type, and the family's name
+  bool qkv_bias = false;   // q, k and v projections add a bias
+  // config.json flags the family refuses when true (llama: attention_bias, mlp_bias).
+  std::vector<std::string> refused_flags;
+};
+
+// Reads config.json (and generation_config.json) of `folder` for `kind`;
+// every problem goes to `error`, naming the file, the key and the value.
+// Null when there was any.
+std::unique_ptr<HfArchitecture> read_hf_architecture(const HfDecoderKind& kind, const std::filesystem::path& folder,
                                                      const std::string& positions,
                                                      const std::function<void(const std::string&)>& error);
 
-ModelFamily llama_family();
-ModelFamily qwen2_family();
+// The family of `kind`: the speech task over a bounded resource, read from a checkpoint folder.
+ModelFamily hf_family(const HfDecoderKind& kind);
 
 // The weights files of a Hugging Face folder: its shard index's shards, or
 // model.safetensors. Throws InputError naming the folder when it has neither.
