@@ -24,6 +24,14 @@ namespace mstar::bench::command {
 
 namespace {
 
+// The sizes a shape may take, on the command line and in a sweep file alike:
+// the largest ones a 24 GiB machine times in seconds, not an allocation
+// that cannot fit.
+constexpr Range kHeadDim{1, 1024}, kHeads{1, 1024}, kKvLen{1, 1 << 24}, kSink{0, 1 << 20}, kQTokens{1, 4096},
+    kBatch{1, 4096};
+
+CLI::Range cli_range(Range r) { return CLI::Range(r.min, r.max); }
+
 struct KernelsOptions {
   KernelShape shape;
   std::string dtype = "bf16", backends = "all", cache = "both", sweep;
@@ -49,13 +57,13 @@ std::vector<KernelShape> read_sweep(const std::string& path) {
       if (!e) continue;
       KernelShape s;
       if (auto* v = e->find("kind")) read_yaml(*v, ctx, p + ".kind", s.kind);
-      if (auto* v = e->find("head_dim")) read_yaml(*v, ctx, p + ".head_dim", s.head_dim, Range{1, 1024});
-      if (auto* v = e->find("q_heads")) read_yaml(*v, ctx, p + ".q_heads", s.q_heads, Range{1, 1024});
-      if (auto* v = e->find("kv_heads")) read_yaml(*v, ctx, p + ".kv_heads", s.kv_heads, Range{1, 1024});
-      if (auto* v = e->find("kv_len")) read_yaml(*v, ctx, p + ".kv_len", s.kv_len, Range{1, 1 << 24});
-      if (auto* v = e->find("sink")) read_yaml(*v, ctx, p + ".sink", s.sink, Range{0, 1 << 20});
-      if (auto* v = e->find("q_tokens")) read_yaml(*v, ctx, p + ".q_tokens", s.q_tokens, Range{1, 4096});
-      if (auto* v = e->find("batch")) read_yaml(*v, ctx, p + ".batch", s.batch, Range{1, 4096});
+      if (auto* v = e->find("head_dim")) read_yaml(*v, ctx, p + ".head_dim", s.head_dim, kHeadDim);
+      if (auto* v = e->find("q_heads")) read_yaml(*v, ctx, p + ".q_heads", s.q_heads, kHeads);
+      if (auto* v = e->find("kv_heads")) read_yaml(*v, ctx, p + ".kv_heads", s.kv_heads, kHeads);
+      if (auto* v = e->find("kv_len")) read_yaml(*v, ctx, p + ".kv_len", s.kv_len, kKvLen);
+      if (auto* v = e->find("sink")) read_yaml(*v, ctx, p + ".sink", s.sink, kSink);
+      if (auto* v = e->find("q_tokens")) read_yaml(*v, ctx, p + ".q_tokens", s.q_tokens, kQTokens);
+      if (auto* v = e->find("batch")) read_yaml(*v, ctx, p + ".batch", s.batch, kBatch);
       if (auto* v = e->find("dtype")) read_yaml(*v, ctx, p + ".dtype", s.dtype);
       int64_t t = s.threads;
       if (auto* v = e->find("threads")) read_yaml(*v, ctx, p + ".threads", t, Range{1, 1024});
@@ -152,13 +160,15 @@ void add_kernels(CLI::App& app, Subcommands& out) {
                                   "bounded (decode, chunk) and ring attention, per backend, hot and cold", run_kernels);
   KernelShape& shape = o->shape;
   kern->add_option("--kind", shape.kind, "decode, chunk or ring")->check(CLI::IsMember({"decode", "chunk", "ring"}));
-  kern->add_option("--head-dim", shape.head_dim, "head dim")->check(CLI::PositiveNumber);
-  kern->add_option("--q-heads", shape.q_heads, "query heads")->check(CLI::PositiveNumber);
-  kern->add_option("--kv-heads", shape.kv_heads, "KV heads")->check(CLI::PositiveNumber);
-  kern->add_option("--kv-len,--window", shape.kv_len, "window entries per row (ring: frames x tokens per frame)")->check(CLI::PositiveNumber);
-  kern->add_option("--sink", shape.sink, "sink entries per row, read before the window (bounded)")->check(CLI::NonNegativeNumber);
-  o->q_tokens = kern->add_option("--q-tokens", shape.q_tokens, "query tokens per row (ring: tokens per frame)")->check(CLI::PositiveNumber);
-  kern->add_option("--batch", shape.batch, "rows")->check(CLI::PositiveNumber);
+  kern->add_option("--head-dim", shape.head_dim, "head dim")->check(cli_range(kHeadDim));
+  kern->add_option("--q-heads", shape.q_heads, "query heads")->check(cli_range(kHeads));
+  kern->add_option("--kv-heads", shape.kv_heads, "KV heads")->check(cli_range(kHeads));
+  kern->add_option("--kv-len,--window", shape.kv_len, "window entries per row (ring: frames x tokens per frame)")
+      ->check(cli_range(kKvLen));
+  kern->add_option("--sink", shape.sink, "sink entries per row, read before the window (bounded)")->check(cli_range(kSink));
+  o->q_tokens = kern->add_option("--q-tokens", shape.q_tokens, "query tokens per row (ring: tokens per frame)")
+                    ->check(cli_range(kQTokens));
+  kern->add_option("--batch", shape.batch, "rows")->check(cli_range(kBatch));
   kern->add_option("--dtype", o->dtype, "KV dtype")->check(CLI::IsMember({"f32", "f16", "bf16"}));
   kern->add_option("--threads", o->threads, "threads")->check(CLI::Range(1, 1024));
   kern->add_option("--repeats", o->repeats, "timed calls per row")->check(CLI::PositiveNumber);
