@@ -258,6 +258,9 @@ TEST_CASE("reliability: every file read has a limit, directories and devices are
   TempDir dir;
   CHECK(what_of([&] { read_file(dir.path, 100, "--requests d"); }) == "--requests d: is a directory, not a file");
   CHECK(what_of([] { read_file("/dev/zero", 1024, "voice"); }) == "voice: is larger than the limit of 1024 bytes");
+  CHECK(what_of([] { read_regular_file("/dev/zero", 1 << 30, "tokenizer.json"); }) ==
+        "tokenizer.json: is not a regular file (a device, socket or pipe?)");
+  CHECK(what_of([&] { read_regular_file(dir.path, 100, "config.json"); }) == "config.json: is a directory, not a file");
   spill(dir / "f", std::string(2000, 'x'));
   CHECK(what_of([&] { read_file(dir / "f", 1000, "f"); }) == "f: is 2000 bytes, over the limit of 1000 bytes");
   CHECK(read_file(dir / "f", 2000, "f").size() == 2000);
@@ -360,7 +363,7 @@ TEST_CASE("reliability: what mstar-check accepts, mstar-run serves") {
   TempDir dir;
   CHECK(refused("tts-demo.yaml", {"workload.voices.bob={file: " + dir.path.string() + "}"}).find("is a directory") !=
         std::string::npos);
-  CHECK(refused("tts-demo.yaml", {"workload.voices.bob={file: /dev/zero}"}).find("is larger than the limit") !=
+  CHECK(refused("tts-demo.yaml", {"workload.voices.bob={file: /dev/zero}"}).find("is not a regular file") !=
         std::string::npos);
   CHECK(refused("tts-demo.yaml", {"workload.requests.seed=9223372036854775807"})
             .find("workload.requests.seed must be in [0, 2147483647]") != std::string::npos);

@@ -83,7 +83,12 @@ std::ifstream open_input(const fs::path& path, const std::string& name) {
   return in;
 }
 
-std::string read_file(const fs::path& path, std::size_t max_bytes, const std::string& name) {
+namespace {
+
+// Which kinds of file a read takes besides a regular one.
+enum class Takes : unsigned char { regular_only, streams_too };
+
+std::string read_whole(const fs::path& path, std::size_t max_bytes, const std::string& name, Takes takes) {
   // O_NONBLOCK keeps open() from waiting on a FIFO with no writer; reads
   // below switch back to blocking.
   Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
@@ -91,6 +96,8 @@ std::string read_file(const fs::path& path, std::size_t max_bytes, const std::st
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) throw InputError(fmt::format("{}: cannot be read: {}", name, reason(errno)));
   if (S_ISDIR(st.st_mode)) throw InputError(fmt::format("{}: is a directory, not a file", name));
+  if (!S_ISREG(st.st_mode) && takes == Takes::regular_only)
+    throw InputError(fmt::format("{}: is not a regular file (a device, socket or pipe?)", name));
   if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode) && !S_ISCHR(st.st_mode))
     throw InputError(fmt::format("{}: is not a regular file, a pipe or a character device", name));
   if (S_ISREG(st.st_mode) && static_cast<std::uint64_t>(st.st_size) > max_bytes)
@@ -111,6 +118,16 @@ std::string read_file(const fs::path& path, std::size_t max_bytes, const std::st
     out.append(buf, static_cast<std::size_t>(n));
   }
   throw InputError(fmt::format("{}: is larger than the limit of {}", name, bytes_text(max_bytes)));
+}
+
+}  // namespace
+
+std::string read_file(const fs::path& path, std::size_t max_bytes, const std::string& name) {
+  return read_whole(path, max_bytes, name, Takes::streams_too);
+}
+
+std::string read_regular_file(const fs::path& path, std::size_t max_bytes, const std::string& name) {
+  return read_whole(path, max_bytes, name, Takes::regular_only);
 }
 
 std::string read_stream(std::istream& in, std::size_t max_bytes, const std::string& name) {

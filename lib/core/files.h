@@ -28,6 +28,11 @@ std::string bytes_text(std::uint64_t bytes);
 // files, pipes and character devices are read (up to the limit); a missing
 // file, a directory and anything else are refused.
 std::string read_file(const std::filesystem::path& path, std::size_t max_bytes, const std::string& name);
+// The same for a file that is part of a model or a saved stream
+// (tokenizer.json, config.json, a shard index, a voice, a snapshot): only a
+// regular file, so a device or pipe named in its place (/dev/zero) is
+// refused at once, not read up to the limit.
+std::string read_regular_file(const std::filesystem::path& path, std::size_t max_bytes, const std::string& name);
 
 // A file opened to be read piece by piece (with LineReader, say), after the
 // same checks as read_file: a missing file, a directory or anything but a

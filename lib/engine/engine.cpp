@@ -142,7 +142,7 @@ void Engine::take_resume(const Inbox& item, std::vector<Event>& events) {
   const std::string name = item.path.string();
   std::string id = item.id;
   try {
-    SnapshotContent c = decode_snapshot(read_file(item.path, max_snapshot_bytes_, name), name, fingerprints_,
+    SnapshotContent c = decode_snapshot(read_regular_file(item.path, max_snapshot_bytes_, name), name, fingerprints_,
                                         d_.model.family->task, d_.model.resource_specs());
     if (id.empty()) id = c.id;
     // One id, one live stream, as for a submitted request.

@@ -119,7 +119,7 @@ Fingerprints fingerprints(const ResolvedDeployment& d) {
       files.push_back(m.tokenizer_path);
     }
     for (const auto& file : files) {
-      const std::string bytes = read_file(file, std::size_t{512} << 20, file.string());
+      const std::string bytes = read_regular_file(file, std::size_t{512} << 20, file.string());
       model += fmt::format("\n{}:{}", file.filename().string(), hex(hash64(bytes)));
     }
   }

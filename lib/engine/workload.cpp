@@ -81,7 +81,7 @@ bool read_voice(const YAML::Node& n, YamlContext& ctx, const std::string& path, 
     if (!read_yaml(*file, ctx, path + ".file", f)) return false;
     std::string contents;
     try {
-      contents = read_file(dir / f, kMaxVoiceFileBytes, fmt::format("{}.file '{}'", path, f));
+      contents = read_regular_file(dir / f, kMaxVoiceFileBytes, fmt::format("{}.file '{}'", path, f));
     } catch (const InputError& err) {
       ctx.error(*file, err.what());
       return false;

@@ -112,7 +112,7 @@ std::vector<std::filesystem::path> weight_files(const std::filesystem::path& pat
   const std::string name = path.string();
   if (name.size() < 11 || name.compare(name.size() - 11, 11, ".index.json") != 0) return {path};
   constexpr std::size_t kMaxIndex = 64u << 20;
-  const nlohmann::json j = parse_json(read_file(path, kMaxIndex, name), name);
+  const nlohmann::json j = parse_json(read_regular_file(path, kMaxIndex, name), name);
   if (!j.is_object()) throw InputError(fmt::format("{}: not a JSON object", name));
   std::error_code ec;
   auto map = j.find("weight_map");

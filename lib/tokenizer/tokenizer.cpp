@@ -65,7 +65,7 @@ nlohmann::json read_json(const std::filesystem::path& p) {
   // A file that cannot be read or parsed is a configuration problem here:
   // the tokenizer is named by a manifest or on the command line.
   try {
-    return parse_json(read_file(p, kMaxTokenizerBytes, p.string()), p.string());
+    return parse_json(read_regular_file(p, kMaxTokenizerBytes, p.string()), p.string());
   } catch (const InputError& e) {
     throw ConfigError(e.what());
   }

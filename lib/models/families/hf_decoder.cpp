@@ -56,7 +56,7 @@ std::optional<json> read_object(const std::filesystem::path& path, const std::fu
   }
   json j;
   try {
-    j = parse_json(read_file(path, kMaxConfigBytes, path.string()), path.string(), 16);
+    j = parse_json(read_regular_file(path, kMaxConfigBytes, path.string()), path.string(), 16);
   } catch (const InputError& e) {
     error(e.what());
     return std::nullopt;
