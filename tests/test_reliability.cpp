@@ -406,7 +406,7 @@ void write_raw_safetensors(const fs::path& p, const std::string& header, const s
 
 }  // namespace
 
-TEST_CASE("reliability: weights files: duplicate names and overlapping bytes refused, non-finite values refused at load") {
+TEST_CASE("reliability: weights files: duplicate names, overlapping bytes, gaps and trailing bytes refused, non-finite values refused at load") {
   TempDir dir;
   write_raw_safetensors(dir / "dup.safetensors",
                         R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}, "a": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}})",
@@ -418,6 +418,22 @@ TEST_CASE("reliability: weights files: duplicate names and overlapping bytes ref
                         std::string(8, '\0'));
   CHECK(what_of([&] { read_safetensors_header(dir / "overlap.safetensors"); }) ==
         dir / "overlap.safetensors" + ": tensors 'a' and 'b' overlap in the data section");
+  // The tensors cover the data section exactly, as the safetensors library requires.
+  write_raw_safetensors(dir / "gap.safetensors",
+                        R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}, "b": {"dtype": "F32", "shape": [1], "data_offsets": [8, 12]}})",
+                        std::string(12, '\0'));
+  CHECK(what_of([&] { read_safetensors_header(dir / "gap.safetensors"); }) ==
+        dir / "gap.safetensors" + ": bytes [4, 8) of the data section belong to no tensor (before 'b'); a safetensors "
+                                  "file's tensors cover its data exactly");
+  write_raw_safetensors(dir / "tail.safetensors", R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}})",
+                        std::string(7, '\0'));
+  CHECK(what_of([&] { read_safetensors_header(dir / "tail.safetensors"); }) ==
+        dir / "tail.safetensors" + ": 3 bytes after the last tensor's data belong to no tensor; a safetensors file's "
+                                   "tensors cover its data exactly");
+  write_raw_safetensors(dir / "exact.safetensors",
+                        R"({"e": {"dtype": "F32", "shape": [0], "data_offsets": [0, 0]}, "a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}})",
+                        std::string(4, '\0'));
+  CHECK(read_safetensors_header(dir / "exact.safetensors").tensors.size() == 2);
   write_raw_safetensors(dir / "deep.safetensors", "{\"a\": " + nested(1000) + "}", "");
   CHECK(what_of([&] { read_safetensors_header(dir / "deep.safetensors"); }).find("nests deeper") != std::string::npos);
   // A NaN in the committed checkpoint's first tensor: refused when loaded.

@@ -94,17 +94,29 @@ SafetensorsHeader read_safetensors_header(const std::filesystem::path& path) {
                                    data_size));
     h.tensors.emplace(key, std::move(e));
   }
-  // Two tensors over the same bytes would alias: a writer's bug, never a model.
-  std::vector<std::pair<uint64_t, std::string>> spans;
-  for (const auto& [key, e] : h.tensors)
-    if (e.end > e.begin) spans.emplace_back(e.begin, key);
+  // The tensors tile the data section, as the safetensors library requires:
+  // each starts where the one before it ends, and the last ends the file.
+  // Two tensors over the same bytes would alias (a writer's bug, never a
+  // model); a gap or bytes after the last would be data nothing names.
+  std::vector<std::pair<std::pair<uint64_t, uint64_t>, std::string>> spans;
+  for (const auto& [key, e] : h.tensors) spans.push_back({{e.begin, e.end}, key});
   std::sort(spans.begin(), spans.end());
-  for (size_t i = 1; i < spans.size(); ++i) {
-    const SafetensorsEntry& prev = h.tensors.at(spans[i - 1].second);
-    if (spans[i].first < prev.end)
-      throw InputError(fmt::format("{}: tensors '{}' and '{}' overlap in the data section", name, spans[i - 1].second,
-                                   spans[i].second));
+  uint64_t expected = 0;
+  std::string before;
+  for (const auto& [range, key] : spans) {
+    if (range.first < expected)
+      throw InputError(fmt::format("{}: tensors '{}' and '{}' overlap in the data section", name, before, key));
+    if (range.first > expected)
+      throw InputError(fmt::format("{}: bytes [{}, {}) of the data section belong to no tensor (before '{}'); a "
+                                   "safetensors file's tensors cover its data exactly",
+                                   name, expected, range.first, key));
+    expected = range.second;
+    before = key;
   }
+  if (expected != data_size)
+    throw InputError(fmt::format("{}: {} bytes after the last tensor's data belong to no tensor; a safetensors file's "
+                                 "tensors cover its data exactly",
+                                 name, data_size - expected));
   return h;
 }
 
