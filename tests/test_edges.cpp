@@ -77,6 +77,17 @@ TEST_CASE("mstar-check's plan states how many ids the tokenizer cannot spell") {
                                     "decode to nothing") != std::string::npos);
 }
 
+TEST_CASE("mstar-check's plan says a checkpoint's values are checked when mstar-run loads them, and a dummy's are not read") {
+  const ResolvedDeployment hf = test::shipped("hf-demo.yaml");
+  const json plan = memory_plan_json(hf);
+  CHECK(plan["model"]["weights"]["values"] == "checked when loaded");
+  CHECK(memory_plan_text(plan).find("values: checked when mstar-run loads them (a NaN or an infinity is refused then") !=
+        std::string::npos);
+  const json dummy = memory_plan_json(test::shipped("tts-demo.yaml"));
+  CHECK_FALSE(dummy["model"]["weights"].contains("values"));
+  CHECK(memory_plan_text(dummy).find("values: checked") == std::string::npos);
+}
+
 TEST_CASE("JSON with a NUL byte is refused where it stands, not read up to it") {
   std::string why;
   const std::string text = std::string("{\"id\": \"a\"}") + '\0' + "{\"id\": \"b\"}";

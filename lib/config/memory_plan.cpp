@@ -36,6 +36,9 @@ json memory_plan_json(const ResolvedDeployment& r) {
   const Deployment& d = r.deployment;
   const std::size_t wbytes = m.weights_bytes;
   json weights{{"bytes", wbytes}, {"tensors", m.arch->tensors().size()}};
+  // The plan reads the files' headers only: every value is read, and a NaN
+  // or an infinity refused, when mstar-run loads them.
+  if (!m.weight_files().empty()) weights["values"] = "checked when loaded";
   if (!m.checkpoint.empty()) {
     weights["checkpoint"] = m.checkpoint.lexically_normal().string();
     weights["dtype"] = "as stored";
@@ -131,6 +134,9 @@ std::string memory_plan_text(const json& p) {
                    : w.contains("file")     ? "file " + w["file"].get<std::string>()
                                             : fmt::format("dummy seed {}", w["dummy_seed"].get<int64_t>()),
                    plan_bytes(w["bytes"].get<uint64_t>()));
+  if (w.contains("values"))
+    o += "            values: checked when mstar-run loads them (a NaN or an infinity is refused then; this plan "
+         "reads the files' headers)\n";
   const json& t = p["totals"];
   o += fmt::format("total       KV {} + weights {} = {}\n", plan_bytes(t["kv_bytes"].get<uint64_t>()),
                    plan_bytes(t["weights_bytes"].get<uint64_t>()), plan_bytes(t["total_bytes"].get<uint64_t>()));
