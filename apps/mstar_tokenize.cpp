@@ -82,8 +82,10 @@ int main(int argc, char** argv) {
     if (jsonl) {
       std::string line;
       mstar::LineReader lines(std::cin, "stdin", kMaxInputBytes, kMaxInputBytes);
-      while (lines.next(line)) {
+      for (mstar::LineRead got; (got = lines.next(line)) != mstar::LineRead::end;) {
         const std::string where = fmt::format("stdin line {}", lines.line_number());
+        if (got == mstar::LineRead::too_long)
+          throw mstar::InputError(fmt::format("{}: longer than the limit of {}", where, mstar::bytes_text(lines.max_line())));
         const nlohmann::json j = parse_input(line, where);
         if (decode) {
           const auto ids = ids_from_json(j, where);

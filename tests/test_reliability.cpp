@@ -265,22 +265,39 @@ TEST_CASE("reliability: every file read has a limit, directories and devices are
   CHECK(what_of([&] { read_file(dir / "f", 1000, "f"); }) == "f: is 2000 bytes, over the limit of 1000 bytes");
   CHECK(read_file(dir / "f", 2000, "f").size() == 2000);
   CHECK(what_of([&] { read_file(dir / "none", 10, "n"); }) == "n: cannot be read: No such file or directory");
-  // Lines: one longer than the limit, or more than the total, refuses the input.
-  std::istringstream long_line("ab\n" + std::string(100, 'x') + "\n");
+  // Lines: one longer than the limit is skipped and said so, the lines after
+  // it read; more than the total refuses the input.
+  std::istringstream long_line("ab\n" + std::string(100, 'x') + "\ncd");
   LineReader lines(long_line, "in", 10, 1000);
   std::string l;
-  CHECK(lines.next(l));
+  CHECK(lines.next(l) == LineRead::line);
   CHECK(l == "ab");
-  CHECK(what_of([&] { lines.next(l); }) == "in: line 2 is longer than the limit of 10 bytes");
+  CHECK(lines.next(l) == LineRead::too_long);
+  CHECK(l.empty());
+  CHECK(lines.next(l) == LineRead::line);
+  CHECK(l == "cd");
+  CHECK(lines.line_number() == 3);
+  CHECK(lines.next(l) == LineRead::end);
   std::istringstream many(std::string(50, '\n'));
   LineReader total(many, "in", 10, 20);
   CHECK(what_of([&] {
-          while (total.next(l)) {
+          while (total.next(l) != LineRead::end) {
           }
         }) == "in: more than 20 bytes in all (at line 21)");
-  std::istringstream endless(std::string(kMaxRequestLineBytes + 1, '{'));
+  // One over-long request line fails alone; the requests around it run.
+  std::istringstream with_long(R"({"id": "a", "voice": "alice", "prompt": [1], "max_tokens": 1})" "\n" +
+                               std::string(kMaxRequestLineBytes + 1, '{') + "\n" +
+                               R"({"id": "b", "voice": "alice", "prompt": [1], "max_tokens": 1})" "\n");
+  const std::vector<RequestLine> read = read_request_lines(with_long, "--requests x");
+  REQUIRE(read.size() == 3);
+  CHECK(read[0].id == "a");
+  CHECK(read[1].kind == RequestLine::Kind::reject);
+  CHECK(read[1].message == "line 2: longer than the limit of 4194304 bytes (4 MiB) (the line is skipped)");
+  CHECK(read[2].id == "b");
+  CHECK(read[2].kind != RequestLine::Kind::reject);
+  std::ifstream endless("/dev/zero", std::ios::binary);
   CHECK(what_of([&] { read_request_lines(endless, "--requests x"); }) ==
-        "--requests x: line 1 is longer than the limit of 4194304 bytes (4 MiB)");
+        "--requests x: more than 268435456 bytes (256 MiB) in all (at line 1)");
 }
 
 TEST_CASE("reliability: a failed write is an error naming the file, and an atomic write leaves no part behind") {

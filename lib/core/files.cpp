@@ -145,21 +145,27 @@ std::string read_stream(std::istream& in, std::size_t max_bytes, const std::stri
 LineReader::LineReader(std::istream& in, std::string name, std::size_t max_line, std::size_t max_total)
     : in_(in), name_(std::move(name)), max_line_(max_line), max_total_(max_total) {}
 
-bool LineReader::next(std::string& line) {
+LineRead LineReader::next(std::string& line) {
   using Traits = std::char_traits<char>;
   line.clear();
   std::streambuf* sb = in_.rdbuf();
-  if (!sb || Traits::eq_int_type(sb->sgetc(), Traits::eof())) return false;
+  if (!sb || Traits::eq_int_type(sb->sgetc(), Traits::eof())) return LineRead::end;
   ++line_;
+  bool too_long = false;
   for (;;) {
     const Traits::int_type c = sb->sbumpc();
-    if (Traits::eq_int_type(c, Traits::eof())) return true;
+    const LineRead ended = too_long ? LineRead::too_long : LineRead::line;
+    if (Traits::eq_int_type(c, Traits::eof())) return ended;
     if (++total_ > max_total_)
       throw InputError(fmt::format("{}: more than {} in all (at line {})", name_, bytes_text(max_total_), line_));
-    if (c == '\n') return true;
+    if (c == '\n') return ended;
+    if (too_long) continue;
     line.push_back(Traits::to_char_type(c));
-    if (line.size() > max_line_)
-      throw InputError(fmt::format("{}: line {} is longer than the limit of {}", name_, line_, bytes_text(max_line_)));
+    if (line.size() > max_line_) {
+      too_long = true;
+      line.clear();
+      line.shrink_to_fit();  // what it held goes now, not at the next line
+    }
   }
 }
 

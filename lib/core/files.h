@@ -42,15 +42,23 @@ std::ifstream open_input(const std::filesystem::path& path, const std::string& n
 // All of a stream (standard input, say), at most max_bytes of it.
 std::string read_stream(std::istream& in, std::size_t max_bytes, const std::string& name);
 
-// Lines of a stream, each at most max_line bytes and all of them at most
-// max_total, so a stream without newlines (/dev/zero) or without end is
-// refused at the limit instead of filling memory.
+// What LineReader::next found.
+enum class LineRead : unsigned char {
+  line,      // a line, without its newline
+  too_long,  // a line longer than max_line: skipped to its newline, never held
+  end,       // the end of the stream
+};
+
+// Lines of a stream, each at most max_line bytes held and all of them at
+// most max_total read, so a stream without newlines (/dev/zero) or without
+// end is refused at the limit instead of filling memory, and one over-long
+// line is the caller's to report while the lines after it are read.
 class LineReader {
  public:
   LineReader(std::istream& in, std::string name, std::size_t max_line, std::size_t max_total);
-  // The next line (without its newline); false at the end of the stream.
-  // Throws InputError naming the line when a limit is passed.
-  bool next(std::string& line);
+  // Throws InputError naming the line when the total passes max_total.
+  [[nodiscard]] LineRead next(std::string& line);
+  std::size_t max_line() const { return max_line_; }
   int64_t line_number() const { return line_; }
 
  private:

@@ -83,9 +83,16 @@ std::vector<RequestLine> read_request_lines(std::istream& in, const std::string&
   std::vector<RequestLine> out;
   std::string text, why;
   LineReader lines(in, name, kMaxRequestLineBytes, kMaxRequestBytes);
-  while (lines.next(text)) {
-    if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
+  for (LineRead got; (got = lines.next(text)) != LineRead::end;) {
     const std::string where = fmt::format("line {}", lines.line_number());
+    if (got == LineRead::too_long) {
+      out.push_back({RequestLine::Kind::reject, 0, where, {},
+                     fmt::format("{}: longer than the limit of {} (the line is skipped)", where,
+                                 bytes_text(kMaxRequestLineBytes)),
+                     {}});
+      continue;
+    }
+    if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
     auto j = try_parse_json(text, why);
     if (!j) {
       out.push_back({RequestLine::Kind::reject, 0, where, {}, fmt::format("{}: {}", where, why), {}});

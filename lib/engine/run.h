@@ -38,8 +38,9 @@ struct RequestLine {
 //   {"op": "resume", "path": "r1.snap", "id": "r1", "arrival": 0}     continue a saved one ("id" optional)
 // A line that is not a JSON object, or whose arrival is wrong, is rejected.
 RequestLine parse_request_line(nlohmann::json j, const std::string& where);
-// Request lines are bounded: a line longer than this, or input longer than
-// kMaxRequestBytes, refuses the whole input (InputError naming `name` and the
+// Request lines are bounded: a line longer than this fails alone (an error
+// event naming its line; the lines after it run), and input longer than
+// kMaxRequestBytes refuses the whole input (InputError naming `name` and the
 // line), so /dev/zero or an endless pipe cannot fill memory.
 constexpr std::size_t kMaxRequestLineBytes = std::size_t{4} << 20;
 constexpr std::size_t kMaxRequestBytes = std::size_t{256} << 20;
