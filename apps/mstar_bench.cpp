@@ -8,7 +8,9 @@
 // bandwidth fractions, the stream comparison or the soak's curves. soak is
 // the one that fails (exit 2): on a lost request, a slot not returned, or
 // resident memory growing after warm-up (bench/soak.h).
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -28,7 +30,8 @@ int main(int argc, char** argv) {
   std::string plot;
   app.add_flag("--json", as_json, "print JSON");
   app.add_flag("--csv", as_csv, "print CSV");
-  app.add_option("--plot", plot, "write an SVG chart (kernels: bandwidth fractions; stream: the comparison)");
+  app.add_option("--plot", plot,
+                 "write an SVG chart (kernels: bandwidth fractions; stream: the comparison; soak: memory over time)");
 
   // One file each, apps/bench/NAME.cpp; the help lists them in this order.
   command::Subcommands subcommands;
@@ -43,12 +46,19 @@ int main(int argc, char** argv) {
   command::add_soak(app, subcommands);
 
   if (auto rc = mstar::cli::parse(app, argc, argv)) return *rc;
+  const auto chosen = std::find_if(subcommands.begin(), subcommands.end(), [](const auto& s) { return bool(*s.cmd); });
+  if (chosen != subcommands.end() && !plot.empty() && chosen->plot == command::Plot::none) {
+    std::vector<std::string> drawing;
+    for (const auto& s : subcommands)
+      if (s.plot == command::Plot::drawn) drawing.push_back(s.cmd->get_name());
+    fmt::print(stderr, "mstar-bench: --plot: {} draws no chart ({} do)\n", chosen->cmd->get_name(),
+               fmt::join(drawing, ", "));
+    return mstar::cli::kUsage;
+  }
   const Format fmt_out = as_json ? Format::json : as_csv ? Format::csv : Format::markdown;
   return mstar::cli::guarded("mstar-bench", [&] {
     const command::Context context{fmt_out, plot, machine()};
     if (fmt_out == Format::markdown) fmt::print("machine: {}\n\n", to_string(context.machine));
-    for (const auto& [subcommand, run] : subcommands)
-      if (*subcommand) return run(context);
-    return mstar::cli::kOk;
+    return chosen != subcommands.end() ? chosen->run(context) : mstar::cli::kOk;
   });
 }

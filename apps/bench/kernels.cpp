@@ -157,7 +157,8 @@ int run_kernels(const KernelsOptions& o, const Context& c) {
 
 void add_kernels(CLI::App& app, Subcommands& out) {
   auto [kern, o] = add_subcommand(app, out, "kernels",
-                                  "bounded (decode, chunk) and ring attention, per backend, hot and cold", run_kernels);
+                                  "bounded (decode, chunk) and ring attention, per backend, hot and cold", run_kernels,
+                                  Plot::drawn);
   KernelShape& shape = o->shape;
   kern->add_option("--kind", shape.kind, "decode, chunk or ring")->check(CLI::IsMember({"decode", "chunk", "ring"}));
   kern->add_option("--head-dim", shape.head_dim, "head dim")->check(cli_range(kHeadDim));

@@ -44,7 +44,7 @@ void add_soak(CLI::App& app, Subcommands& out) {
   auto [soak_cmd, a] = add_subcommand(app, out, "soak",
                                       "a deployment under random traffic for minutes: fails on a lost request, "
                                       "a slot not returned or resident memory growing after warm-up",
-                                      run_soak);
+                                      run_soak, Plot::drawn);
   SoakOptions& soak_options = a->options;
   add_deployment(*soak_cmd, a->deployment, "deployment YAML");
   soak_cmd->add_option("--minutes", soak_options.minutes, "how long to run")->check(CLI::Range(0.05, 10000.0));

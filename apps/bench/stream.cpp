@@ -45,7 +45,7 @@ int run_stream(const StreamOptions& o, const Context& c) {
 
 void add_stream(CLI::App& app, Subcommands& out) {
   auto [stream, o] = add_subcommand(app, out, "stream", "one stream of growing length: bounded against full-history cache",
-                                    run_stream);
+                                    run_stream, Plot::drawn);
   add_deployment(*stream, o->deployment, "tts deployment YAML");
   stream->add_option("--lengths", o->lengths, "stream lengths, comma-separated");
   stream->add_option("--probe", o->probe, "decode steps timed at each length")->check(CLI::PositiveNumber);

@@ -27,18 +27,27 @@ struct Context {
 
 // A subcommand's run, once the command line is parsed; returns the exit code.
 using Action = std::function<int(const Context&)>;
-// The subcommands added, each with its run, in the order they were added.
-using Subcommands = std::vector<std::pair<CLI::App*, Action>>;
+
+// Whether a subcommand draws a chart for --plot.
+enum class Plot : unsigned char { none, drawn };
+
+struct Subcommand {
+  CLI::App* cmd = nullptr;
+  Action run;
+  Plot plot = Plot::none;
+};
+// The subcommands added, in the order they were added.
+using Subcommands = std::vector<Subcommand>;
 
 // Adds the subcommand `name` to `app` and, to `out`, its run: `run(options,
 // context)`, over options that live as long as the program. Returns the
 // subcommand, to add its options to, and the options they are read into.
 template <class Options>
 std::pair<CLI::App*, Options*> add_subcommand(CLI::App& app, Subcommands& out, std::string name, std::string help,
-                                              int (*run)(const Options&, const Context&)) {
+                                              int (*run)(const Options&, const Context&), Plot plot = Plot::none) {
   auto options = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(std::move(name), std::move(help));
-  out.emplace_back(cmd, [options, run](const Context& c) { return run(*options, c); });
+  out.push_back({cmd, [options, run](const Context& c) { return run(*options, c); }, plot});
   return {cmd, options.get()};
 }
 
