@@ -2,6 +2,8 @@
 // What the command-line programs share: the exit codes (0 done; 1 invalid
 // input or config, with a message naming it; 2 a usage error or an internal
 // one) and the --set overrides.
+#include <unistd.h>
+
 #include <exception>
 #include <filesystem>
 #include <new>
@@ -14,6 +16,7 @@
 
 #include "config/deployment.h"
 #include "core/errors.h"
+#include "core/progress.h"
 
 namespace mstar::cli {
 
@@ -39,6 +42,13 @@ inline std::optional<int> parse(CLI::App& app, int argc, char** argv) {
     return kUsage;
   }
   return std::nullopt;
+}
+
+// Where long work reports: a line on standard error when it is a terminal
+// and the user did not ask for quiet (--quiet); nowhere otherwise, so logs
+// and pipes hold only what the program says.
+inline Progress progress_unless(bool quiet) {
+  return !quiet && ::isatty(STDERR_FILENO) ? line_progress(stderr) : Progress{};
 }
 
 // The --set arguments; a malformed one is a usage error, reported by `tool`.

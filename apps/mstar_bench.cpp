@@ -30,6 +30,8 @@ int main(int argc, char** argv) {
   std::string plot;
   app.add_flag("--json", as_json, "print JSON");
   app.add_flag("--csv", as_csv, "print CSV");
+  bool quiet = false;
+  app.add_flag("--quiet", quiet, "no progress line on a terminal during long work");
   app.add_option("--plot", plot,
                  "write an SVG chart (kernels: bandwidth fractions; stream: the comparison; soak: memory over time)");
 
@@ -57,7 +59,7 @@ int main(int argc, char** argv) {
   }
   const Format fmt_out = as_json ? Format::json : as_csv ? Format::csv : Format::markdown;
   return mstar::cli::guarded("mstar-bench", [&] {
-    const command::Context context{fmt_out, plot, machine()};
+    const command::Context context{fmt_out, plot, machine(), mstar::cli::progress_unless(quiet)};
     if (fmt_out == Format::markdown) fmt::print("machine: {}\n\n", to_string(context.machine));
     return chosen != subcommands.end() ? chosen->run(context) : mstar::cli::kOk;
   });

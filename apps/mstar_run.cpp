@@ -1,7 +1,8 @@
-// mstar-run CONFIG [--set k=v]... [--requests FILE|-] [--out FILE] [--json] [--frames-dir DIR]
+// mstar-run CONFIG [--set k=v]... [--requests FILE|-] [--out FILE] [--json] [--frames-dir DIR] [--quiet]
 // Runs a deployment: events as JSON lines (chunk, frame, done, error) on
-// standard output or --out, a progress line on standard error when it is a
-// terminal, and at the end the stats: a table on standard error, or with
+// standard output or --out, progress lines (the weights loading, then the
+// steps) on standard error when it is a terminal and --quiet is not given,
+// and at the end the stats: a table on standard error, or with
 // --json one {"event": "stats", ...} object as the last line of the events.
 // SIGINT or SIGTERM stops it between steps: every request still waiting or
 // running ends with done "cancelled", the stats print, and it exits 128 +
@@ -68,6 +69,8 @@ int main(int argc, char** argv) {
   app.add_option("--out", out_path, "write events here instead of standard output");
   app.add_option("--frames-dir", frames_dir, "frames: write each frame's latents as raw f32 files here");
   app.add_flag("--json", json, "print the final stats as one JSON object (the last event line)");
+  bool quiet = false;
+  app.add_flag("--quiet", quiet, "no progress lines on a terminal (the weights loading, the steps)");
   if (auto rc = mstar::cli::parse(app, argc, argv)) return *rc;
   const auto set_list = mstar::cli::sets(sets, "mstar-run");
   if (!set_list) return mstar::cli::kUsage;
@@ -106,14 +109,15 @@ int main(int argc, char** argv) {
       if (ec) throw mstar::InputError(fmt::format("--frames-dir {}: cannot be created: {}", frames_dir, ec.message()));
     }
     mstar::RunOptions options;
-    if (isatty(STDERR_FILENO))
+    const bool progress_lines = !quiet && isatty(STDERR_FILENO);
+    if (progress_lines)
       options.on_step = [](const mstar::Engine& e) {
         const mstar::RunStats& s = e.counters();
         const double t = e.seconds();
         fmt::print(stderr, "\rstep {:>6}  {} {:>8}  {:>7.1f} {}/s  {} done  {} failed ", s.steps, s.unit, s.produced,
                    t > 0 ? static_cast<double>(s.produced) / t : 0.0, s.unit, s.requests_done, s.requests_failed);
       };
-    auto engine = mstar::Engine::create(*resolved);
+    auto engine = mstar::Engine::create(*resolved, mstar::cli::progress_unless(quiet));
     options.after_step = [&] { out.flush(); };
     catch_stop_signals();
     options.stop = [] { return g_stop_signal != 0; };
@@ -126,7 +130,7 @@ int main(int argc, char** argv) {
       f.write(std::string_view(reinterpret_cast<const char*>(e.latents.data()), e.latents.size() * sizeof(float)));
       f.close(false);  // one file per frame: a sync each would cost more than the frame
     });
-    if (isatty(STDERR_FILENO)) fmt::print(stderr, "\n");
+    if (progress_lines) fmt::print(stderr, "\n");
     if (json) {
       auto j = stats.to_json();
       j["event"] = "stats";

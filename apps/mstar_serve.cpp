@@ -38,7 +38,10 @@ int main(int argc, char** argv) {
       ->capture_default_str()->check(CLI::Range(1, 3600));
   app.add_option("--drain-seconds", o.drain_seconds, "at shutdown, how long running streams may finish before they are cancelled")
       ->capture_default_str()->check(CLI::Range(0.0, 86400.0));
+  bool quiet = false;
+  app.add_flag("--quiet", quiet, "no progress line on a terminal while the weights load");
   if (auto rc = mstar::cli::parse(app, argc, argv)) return *rc;
+  o.loading = mstar::cli::progress_unless(quiet);
   const auto set_list = mstar::cli::sets(sets, "mstar-serve");
   if (!set_list) return mstar::cli::kUsage;
   return mstar::cli::guarded("mstar-serve", [&] {

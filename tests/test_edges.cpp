@@ -5,6 +5,8 @@
 // byte; request lines without an id; stats that say what they measure.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <sstream>
@@ -14,6 +16,7 @@
 
 #include "config/memory_plan.h"
 #include "core/json_text.h"
+#include "core/progress.h"
 #include "engine/engine.h"
 #include "engine/run.h"
 #include "deployments.h"
@@ -86,6 +89,32 @@ TEST_CASE("mstar-check's plan says a checkpoint's values are checked when mstar-
   const json dummy = memory_plan_json(test::shipped("tts-demo.yaml"));
   CHECK_FALSE(dummy["model"]["weights"].contains("values"));
   CHECK(memory_plan_text(dummy).find("values: checked") == std::string::npos);
+}
+
+TEST_CASE("progress: one line redrawn as the percent changes and ended at the total, and a checkpoint's load reports every byte") {
+  std::FILE* f = std::tmpfile();
+  REQUIRE(f);
+  const Progress p = line_progress(f);
+  for (int64_t done : {0, 1, 100, 101, 200}) p("loading weights", done, 200);
+  std::rewind(f);
+  std::string drawn(256, '\0');
+  drawn.resize(std::fread(drawn.data(), 1, drawn.size(), f));
+  std::fclose(f);
+  CHECK(drawn == "\rloading weights: 0%\rloading weights: 50%\rloading weights: 100%\n");
+  CHECK(progress_text("stream", 3, 0) == "stream: 100%");
+
+  const ResolvedDeployment hf = test::shipped("hf-demo.yaml");
+  std::vector<int64_t> done;
+  int64_t total = 0;
+  const Weights w = hf.model.load_weights(Backend::cpu, [&](std::string_view what, int64_t d, int64_t t) {
+    CHECK(what == "loading weights");
+    done.push_back(d);
+    total = t;
+  });
+  REQUIRE(done.size() == hf.model.arch->tensors().size());  // one report per tensor
+  CHECK(std::is_sorted(done.begin(), done.end()));
+  CHECK(done.back() == total);
+  CHECK(static_cast<std::size_t>(total) == hf.model.weights_bytes);
 }
 
 TEST_CASE("JSON with a NUL byte is refused where it stands, not read up to it") {

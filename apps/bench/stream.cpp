@@ -23,7 +23,7 @@ struct StreamOptions {
 
 int run_stream(const StreamOptions& o, const Context& c) {
   const ResolvedDeployment d = resolve_or_throw(o.deployment.config, o.deployment.sets);
-  const auto points = bench_stream(d, parse_list(o.lengths, "--lengths"), o.probe);
+  const auto points = bench_stream(d, parse_list(o.lengths, "--lengths"), o.probe, c.progress);
   std::cout << render(stream_table(points), c.format);
   if (!c.plot.empty()) {
     Series bt{"bounded (sink + window)", "#2a7", {}, {}}, ft{"full history", "#c33", {}, {}};

@@ -14,6 +14,7 @@
 
 #include "bench/machine.h"
 #include "bench/report.h"
+#include "core/progress.h"
 
 namespace mstar::bench::command {
 
@@ -23,6 +24,7 @@ struct Context {
   Format format = Format::markdown;
   std::string plot;  // --plot: the SVG chart's file, empty for none
   Machine machine;
+  Progress progress;  // where long work reports (a line on a terminal, unless --quiet)
 };
 
 // A subcommand's run, once the command line is parsed; returns the exit code.

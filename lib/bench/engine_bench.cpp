@@ -445,7 +445,8 @@ Table bench_prefill(const ResolvedDeployment& d, int64_t tokens, int repeats) {
                {{tokens, chunk, med, static_cast<double>(tokens) / med}}};
 }
 
-std::vector<StreamPoint> bench_stream(const ResolvedDeployment& d, std::vector<int64_t> lengths, int probe) {
+std::vector<StreamPoint> bench_stream(const ResolvedDeployment& d, std::vector<int64_t> lengths, int probe,
+                                      const Progress& progress) {
   std::sort(lengths.begin(), lengths.end());  // one stream grows through them
   SpeechBench sb = speech_bench(d, "stream");
   TokenModel& model = *sb.model;
@@ -465,11 +466,17 @@ std::vector<StreamPoint> bench_stream(const ResolvedDeployment& d, std::vector<i
   Stream bounded(bspec, options), full(full_spec, options);
   const int64_t retained = bspec.config.max_retained();
   std::vector<StreamPoint> out;
+  // Both streams' tokens, the probes' included.
+  const int64_t total = 2 * (lengths.back() + static_cast<int64_t>(lengths.size()) * (probe + 1));
+  const auto report = [&] {
+    if (progress) progress("stream", std::min(total, bounded.written + full.written), total);
+  };
   for (int64_t L : lengths) {
     for (Stream* s : {&bounded, &full}) {
       while (s->written < L) {
         const int64_t n = std::min(chunk, L - s->written);
         s->feed(model, std::vector<int32_t>(static_cast<size_t>(n), 7), rows);
+        report();
       }
     }
     StreamPoint p{L, 0, 0, 0, 0, 0};
@@ -489,7 +496,9 @@ std::vector<StreamPoint> bench_stream(const ResolvedDeployment& d, std::vector<i
     p.full_kv_bytes = full.written * bytes_per_entry;
     p.rss_bytes = current_rss_bytes();
     out.push_back(p);
+    report();
   }
+  if (progress) progress("stream", total, total);
   return out;
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "bench/report.h"
+#include "core/progress.h"
 #include "models/architecture.h"
 #include "config/deployment.h"
 #include "kernels/backend.h"
@@ -125,8 +126,10 @@ struct StreamPoint {
 };
 // One tts request decoding up to each length, in increasing order (advanced
 // by chunked prefill between checkpoints, then one untimed and `probe` timed
-// single-token steps; the median step is reported).
-std::vector<StreamPoint> bench_stream(const ResolvedDeployment& d, std::vector<int64_t> lengths, int probe);
+// single-token steps; the median step is reported). `progress` hears the
+// tokens both streams have written, against both streams' longest length.
+std::vector<StreamPoint> bench_stream(const ResolvedDeployment& d, std::vector<int64_t> lengths, int probe,
+                                      const Progress& progress = {});
 Table stream_table(const std::vector<StreamPoint>& points);
 
 int64_t current_rss_bytes();

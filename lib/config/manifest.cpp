@@ -28,10 +28,10 @@ std::vector<std::filesystem::path> ModelManifest::weight_files() const {
   return mstar::weight_files(path.parent_path() / weights.file);
 }
 
-Weights ModelManifest::load_weights(Backend b) const {
+Weights ModelManifest::load_weights(Backend b, const Progress& progress) const {
   Weights w = weights.dummy_seed && checkpoint.empty()
                   ? Weights::dummy(arch->tensors(), static_cast<uint64_t>(*weights.dummy_seed))
-                  : Weights::load(weight_files(), arch->tensors());
+                  : Weights::load(weight_files(), arch->tensors(), progress);
   w.arrange_for(b);
   return w;
 }

@@ -77,7 +77,7 @@ struct ModelManifest {
   std::vector<std::filesystem::path> weight_files() const;
   // The weights: read from the files, or the dummy initialisation, laid
   // out for backend b's products (Weights::arrange_for).
-  Weights load_weights(Backend b) const;
+  Weights load_weights(Backend b, const Progress& progress = {}) const;
 };
 
 // Reads and checks a manifest; every problem goes to `diags` (with `label`

@@ -17,13 +17,13 @@ double ms_since(Clock::time_point t) { return std::chrono::duration<double, std:
 
 Engine::Engine(const ResolvedDeployment& d) : d_(d), started_(Clock::now()) {}
 
-std::unique_ptr<Engine> Engine::create(const ResolvedDeployment& d) {
+std::unique_ptr<Engine> Engine::create(const ResolvedDeployment& d, const Progress& progress) {
   std::unique_ptr<Engine> e(new Engine(d));
   const ModelManifest& m = e->d_.model;
   const ProgramKind* kind = find_program(m.family->task);
   MSTAR_ASSERT(kind, fmt::format("no program serves task '{}'", m.family->task));
   const ModelOptions options = model_options(e->d_.deployment);
-  e->weights_ = std::make_unique<Weights>(m.load_weights(options.backend));
+  e->weights_ = std::make_unique<Weights>(m.load_weights(options.backend, progress));
   e->model_ = m.family->make(*m.arch, *e->weights_, options);
   e->kv_ = std::make_unique<ResourceSet>(m.resource_specs(), ResourceOptions{options.backend, options.threads});
   e->program_ = kind->make(*e->model_, e->d_);

@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/deployment.h"
+#include "core/progress.h"
 #include "engine/program.h"
 #include "engine/snapshot.h"
 #include "engine/stats.h"
@@ -35,10 +36,10 @@ namespace mstar {
 
 class Engine {
  public:
-  // Loads the weights, builds the model and its resources, and prefills the
-  // workload's voices. Throws ConfigError or InputError naming what cannot
-  // be built.
-  static std::unique_ptr<Engine> create(const ResolvedDeployment& d);
+  // Loads the weights (reporting the bytes read to `progress`), builds the
+  // model and its resources, and prefills the workload's voices. Throws
+  // ConfigError or InputError naming what cannot be built.
+  static std::unique_ptr<Engine> create(const ResolvedDeployment& d, const Progress& progress = {});
 
   // A request: the same JSON object as a request line of mstar-run (without
   // "arrival"). Returns its id, or "" when it has none (the error event then

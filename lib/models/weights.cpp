@@ -90,7 +90,8 @@ Weights Weights::dummy(const std::vector<TensorSpec>& specs, uint64_t seed) {
   return w;
 }
 
-Weights Weights::load(const std::vector<std::filesystem::path>& files, const std::vector<TensorSpec>& specs) {
+Weights Weights::load(const std::vector<std::filesystem::path>& files, const std::vector<TensorSpec>& specs,
+                      const Progress& progress) {
   struct Found {
     size_t file;
     SafetensorsEntry entry;
@@ -112,6 +113,9 @@ Weights Weights::load(const std::vector<std::filesystem::path>& files, const std
     if (!wanted.count(name))
       throw InputError(fmt::format("{}: unexpected tensor '{}' (not part of this architecture)",
                                    files[f.file].string(), name));
+  int64_t total = 0, done = 0;
+  for (const TensorSpec& t : specs)
+    if (auto it = found.find(t.name); it != found.end()) total += static_cast<int64_t>(it->second.entry.end - it->second.entry.begin);
   Weights w;
   std::vector<std::unique_ptr<WeightsFile>> open;
   for (const auto& file : files) open.push_back(std::make_unique<WeightsFile>(file));
@@ -149,6 +153,8 @@ Weights Weights::load(const std::vector<std::filesystem::path>& files, const std
                                    "would be garbage)",
                                    file, t.name, element_as_f32(src, *dt, *bad), *bad));
     w.tensors_[t.name] = WeightTensor{*dt, t.shape, src, static_cast<std::size_t>(want), t.matrix};
+    done += static_cast<int64_t>(want);
+    if (progress) progress("loading weights", done, total);
   }
   return w;
 }

@@ -21,6 +21,7 @@
 #include "kernels/backend.h"
 #include "core/buffer.h"
 #include "core/dtype.h"
+#include "core/progress.h"
 #include "models/tensors.h"
 #include "kernels/weight_layout.h"
 
@@ -43,7 +44,9 @@ class Weights {
   // tensor: missing, unexpected, of a dtype other than F32/F16/BF16, of
   // another shape, holding the wrong number of bytes, or holding a NaN or an
   // infinity (every value is checked once, at load).
-  static Weights load(const std::vector<std::filesystem::path>& files, const std::vector<TensorSpec>& specs);
+  // `progress` hears the bytes read after each tensor.
+  static Weights load(const std::vector<std::filesystem::path>& files, const std::vector<TensorSpec>& specs,
+                      const Progress& progress = {});
 
   // Lays every matrix out as backend b's products read it fastest
   // (kernels::matmul_layout), in place: the cpu backend's pair panels for

@@ -21,7 +21,7 @@ json error_event(const std::string& id, const std::string& message) {
 
 EngineLoop::EngineLoop(const ResolvedDeployment& d, LoopOptions options,
                        std::function<void(const std::string&)> on_failure)
-    : engine_(Engine::create(d)), options_(options), unit_(engine_->program().unit()), on_failure_(std::move(on_failure)) {
+    : engine_(Engine::create(d, options.loading)), options_(options), unit_(engine_->program().unit()), on_failure_(std::move(on_failure)) {
   // Nothing else runs yet: the snapshot can be read from the engine here.
   publish();
   thread_ = std::thread([this] { run(); });

@@ -46,6 +46,7 @@ using Clock = std::chrono::steady_clock;
 struct LoopOptions {
   int64_t max_queue = 64;      // requests waiting for admission (submitted, not yet running) before 429; at least 1
   size_t stream_buffer = 256;  // unread events per stream before its request is cancelled (about 1 KiB each as JSON)
+  Progress loading;            // hears the weights load
 };
 
 // Why a request was cancelled (the label of its metric).

@@ -90,7 +90,7 @@ Server::Server(const ResolvedDeployment& d, ServeOptions options) : options_(std
   if (options_.threads_http < 1) throw ConfigError("--threads-http must be at least 1");
   if (options_.max_queue < 1) throw ConfigError("--max-queue must be at least 1");
   if (options_.stream_buffer < 1) throw ConfigError("--stream-buffer must be at least 1");
-  loop_ = std::make_unique<EngineLoop>(d, LoopOptions{options_.max_queue, options_.stream_buffer},
+  loop_ = std::make_unique<EngineLoop>(d, LoopOptions{options_.max_queue, options_.stream_buffer, options_.loading},
                                        [this](const std::string&) { request_stop(); });
   const ModelManifest& m = d.model;
   model_ = {{"name", m.name}, {"kind", m.family->name}, {"task", m.family->task}, {"unit", loop_->unit()},

@@ -39,6 +39,7 @@ struct ServeOptions {
   int read_timeout_s = 5;          // for a whole request, head and body
   int write_timeout_s = 5;         // per write of a response: a client that takes no bytes for this long is dropped
   double drain_seconds = 0;        // at shutdown: how long running streams may go on before they are cancelled
+  Progress loading;                // hears the weights load (mstar-serve: a line on a terminal)
 };
 
 class HttpServer;  // httplib::Server over this server's own connections
