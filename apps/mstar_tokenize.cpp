@@ -46,7 +46,22 @@ std::vector<int32_t> ids_from_json(const nlohmann::json& j, const std::string& w
 // JSON mstar reads (core/json_text.h), and in size below.
 nlohmann::json parse_input(const std::string& s, const std::string& where) { return mstar::parse_json(s, where); }
 
-constexpr std::size_t kMaxInputBytes = std::size_t{1} << 30;
+constexpr std::size_t kMaxInputBytes = mstar::Tokenizer::kMaxToolInputBytes;
+
+// The ids as one JSON array, written in pieces: a JSON value per id (16
+// bytes each, and the whole text again) would hold about 5 times the ids'
+// own memory at once.
+void write_ids(mstar::OutputFile& out, const std::vector<int32_t>& ids) {
+  std::string piece = "[";
+  for (size_t i = 0; i < ids.size(); ++i) {
+    fmt::format_to(std::back_inserter(piece), "{}{}", i ? "," : "", ids[i]);
+    if (piece.size() >= (1 << 16)) {
+      out.write(piece);
+      piece.clear();
+    }
+  }
+  out.write(piece + "]\n");
+}
 
 int bench(const mstar::Tokenizer& tok, const std::string& file, int passes, bool special) {
   const std::string text = mstar::read_file(file, kMaxInputBytes, file);
@@ -102,7 +117,7 @@ int main(int argc, char** argv) {
     if (decode) {
       out.write(tok.decode(ids_from_json(parse_input(input, "stdin"), "stdin"), no_special));
     } else {
-      out.write(mstar::dump_json(nlohmann::json(tok.encode(input, !no_special))) + '\n');
+      write_ids(out, tok.encode(input, !no_special));
     }
     out.close();
     return mstar::cli::kOk;

@@ -21,7 +21,7 @@ struct TokenizeOptions {
 };
 
 int run_tokenize(const TokenizeOptions& o, const Context& c) {
-  const std::string text = read_file(o.file, std::size_t{1} << 30, o.file);
+  const std::string text = read_file(o.file, Tokenizer::kMaxToolInputBytes, o.file);
   const EncodeThroughput r = measure_encode(Tokenizer::from_file(o.tokenizer), text, o.passes, true);
   std::cout << render(Table{{"bytes", "tokens", "median_ms", "mb_per_s"},
                             {{static_cast<int64_t>(r.bytes), static_cast<int64_t>(r.tokens), r.median_s * 1e3,

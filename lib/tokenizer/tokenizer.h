@@ -46,6 +46,11 @@ class Tokenizer {
                              const std::string& config_label = "tokenizer_config.json");
 
   std::vector<int32_t> encode(std::string_view text, bool add_special_tokens = true) const;
+  // The most text mstar's tools hand one encode call (mstar-tokenize,
+  // mstar-bench tokenize). Encoding holds about 16 bytes per input byte at
+  // its peak (64 MiB of English text: about 1 GiB resident with
+  // tests/data/tokenizer/llama3-mini), so this bounds their memory.
+  static constexpr std::size_t kMaxToolInputBytes = std::size_t{64} << 20;
   // Throws InputError for an id outside the vocabulary (the reference drops
   // such ids silently).
   std::string decode(std::span<const int32_t> ids, bool skip_special_tokens = false) const;
