@@ -155,6 +155,7 @@ SoakResult soak(const ResolvedDeployment& d, const SoakOptions& o) {
     MSTAR_ASSERT(taken < out.samples.size(), "soak: one sample a second, and room for as many as the run has seconds");
     SoakSample& s = out.samples[taken++];
     s.seconds = t;
+    s.steps = engine->counters().steps;
     s.rss_bytes = current_rss_bytes();
     s.heap_bytes = heap_in_use_bytes();
     for (int64_t i = 0; i < engine->resources().size(); ++i) s.in_use += engine->resources().at(i).occupancy().in_use;
@@ -247,44 +248,51 @@ SoakResult soak(const ResolvedDeployment& d, const SoakOptions& o) {
     int64_t& heap_peak = s.seconds <= warm_s ? out.heap_warm_peak : out.heap_after_peak;
     heap_peak = std::max(heap_peak, s.heap_bytes);
   }
-  // A minute, or a quarter of what follows the warm-up in a short run.
+  // As many windows as the judged time holds minutes (four in a run
+  // shorter than five minutes of it), each the same number of steps.
+  int64_t warm_step = 0, end_step = 0;  // the steps by the end of the warm-up and of the traffic (not the drain)
+  for (const SoakSample& s : out.samples) {
+    if (s.seconds <= warm_s) warm_step = s.steps;
+    if (s.seconds <= run_s) end_step = s.steps;
+  }
+  const int64_t windows = std::clamp<int64_t>(static_cast<int64_t>((run_s - warm_s) / 60), 4, 1 << 20);
   const MemoryLevels& level = out.rss_level =
-      memory_levels(out.samples, warm_s, run_s, std::clamp((run_s - warm_s) / 4, 1.0, 60.0));
+      memory_levels(out.samples, warm_step, end_step, std::max<int64_t>(1, (end_step - warm_step) / windows));
   if (level.growth() > o.growth_limit)
     out.problems.push_back(fmt::format("resident memory grew from a level of {:.2f} MiB in the first window after the "
-                                       "warm-up to {:.2f} MiB in the window from {:.0f} s (+{:.2f}%, limit {:.0f}%)",
+                                       "warm-up to {:.2f} MiB in the window from step {} (+{:.2f}%, limit {:.0f}%)",
                                        static_cast<double>(level.base) / (1 << 20),
-                                       static_cast<double>(level.high) / (1 << 20), level.high_from_s,
+                                       static_cast<double>(level.high) / (1 << 20), level.high_from_step,
                                        100 * level.growth(), 100 * o.growth_limit));
   std::error_code ec;
   fs::remove_all(scratch, ec);
   return out;
 }
 
-MemoryLevels memory_levels(const std::vector<SoakSample>& samples, double warm_s, double end_s, double window_s) {
-  MSTAR_ASSERT(window_s > 0, "memory_levels: a window lasts some time");
+MemoryLevels memory_levels(const std::vector<SoakSample>& samples, int64_t warm, int64_t end, int64_t window_steps) {
+  MSTAR_ASSERT(window_steps > 0, "memory_levels: a window spans some steps");
   MemoryLevels out;
-  // Samples come once a second, so half a window's seconds is half its samples.
-  const auto enough = static_cast<size_t>(std::max(1.0, window_s / 2));
   std::vector<int64_t> in;
-  for (double from = warm_s; from < end_s; from += window_s) {
+  for (int64_t from = warm; from < end; from += window_steps) {
+    const int64_t to = std::min(from + window_steps, end);
+    if (out.windows > 0 && 2 * (to - from) < window_steps) continue;  // a last window shorter than half of one
     in.clear();
     for (const SoakSample& s : samples)
-      if (s.seconds > from && s.seconds <= std::min(from + window_s, end_s)) in.push_back(s.rss_bytes);
-    if (in.size() < enough && out.windows > 0) continue;
+      if (s.steps > from && s.steps <= to) in.push_back(s.rss_bytes);
     if (in.empty()) continue;
     std::nth_element(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(in.size() / 2), in.end());
     const int64_t median = in[in.size() / 2];
-    if (out.windows++ == 0) out.base = out.high = median, out.high_from_s = from;
-    else if (median > out.high) out.high = median, out.high_from_s = from;
+    if (out.windows++ == 0) out.base = out.high = median, out.high_from_step = from;
+    else if (median > out.high) out.high = median, out.high_from_step = from;
   }
   return out;
 }
 
 std::string soak_csv(const SoakResult& r) {
-  std::string s = "seconds,rss_mib,heap_mib,in_use,capacity,running,waiting,produced,submitted,ended\n";
+  std::string s = "seconds,steps,rss_mib,heap_mib,in_use,capacity,running,waiting,produced,submitted,ended\n";
   for (const SoakSample& x : r.samples)
-    s += fmt::format("{:.1f},{:.3f},{},{},{},{},{},{},{},{}\n", x.seconds, static_cast<double>(x.rss_bytes) / (1 << 20),
+    s += fmt::format("{:.1f},{},{:.3f},{},{},{},{},{},{},{},{}\n", x.seconds, x.steps,
+                     static_cast<double>(x.rss_bytes) / (1 << 20),
                      x.heap_bytes < 0 ? std::string() : fmt::format("{:.3f}", static_cast<double>(x.heap_bytes) / (1 << 20)),
                      x.in_use, x.capacity, x.running, x.waiting, x.produced, x.submitted, x.ended);
   return s;

@@ -30,6 +30,7 @@ struct SoakOptions {
 
 struct SoakSample {
   double seconds = 0;
+  int64_t steps = 0;                 // the engine's steps so far
   int64_t rss_bytes = 0;
   int64_t heap_bytes = -1;           // held through malloc (core/heap.h); -1: not known
   int64_t in_use = 0, capacity = 0;  // slots or sessions, every resource summed
@@ -39,14 +40,18 @@ struct SoakSample {
 };
 
 // The level of resident memory after the warm-up: the median of the samples
-// in each window of `window_s` seconds from `warm_s` to `end_s` (the last,
-// shorter window counts when it holds half a window of samples). A leak
-// raises every later window's median; a buffer that comes and goes moves
-// only the samples that meet it.
+// in each window of `window_steps` engine steps from step `warm` to step
+// `end` (the last, shorter window counts when it spans half a window). A
+// leak raises every later window's median; a buffer that comes and goes
+// moves only the samples that meet it. Windows are counted in steps, not
+// seconds, because what the traffic holds is held for a number of steps (a
+// resumed stream's states while it waits for admission): in seconds, a
+// slower machine holds the same buffer through more of a window, and a
+// flat run read as growth on a loaded machine.
 struct MemoryLevels {
   int64_t base = 0;           // the first window's median, bytes
   int64_t high = 0;           // the highest window median, bytes
-  double high_from_s = 0;     // where that window starts
+  int64_t high_from_step = 0;  // where that window starts
   int windows = 0;
   double growth() const { return base > 0 ? static_cast<double>(high) / static_cast<double>(base) - 1 : 0.0; }
 };
@@ -69,7 +74,7 @@ struct SoakResult {
 SoakResult soak(const ResolvedDeployment& d, const SoakOptions& options);
 
 // The levels of `samples`, as MemoryLevels says.
-MemoryLevels memory_levels(const std::vector<SoakSample>& samples, double warm_s, double end_s, double window_s);
+MemoryLevels memory_levels(const std::vector<SoakSample>& samples, int64_t warm, int64_t end, int64_t window_steps);
 
 // The per-second samples as CSV, the summary as a table, and the curves
 // (resident memory and what malloc holds; slots in use) as SVG.
