@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "bench/svg.h"
 #include "config/memory_plan.h"
 #include "core/json_text.h"
 #include "core/progress.h"
@@ -115,6 +116,35 @@ TEST_CASE("progress: one line redrawn as the percent changes and ended at the to
   CHECK(std::is_sorted(done.begin(), done.end()));
   CHECK(done.back() == total);
   CHECK(static_cast<std::size_t>(total) == hf.model.weights_bytes);
+}
+
+namespace {
+
+// The number after `key="` at or after `from`.
+double svg_number(const std::string& svg, const std::string& key, std::size_t from = 0) {
+  const std::size_t at = svg.find(key + "=\"", from);
+  REQUIRE(at != std::string::npos);
+  return std::stod(svg.substr(at + key.size() + 2));
+}
+
+}  // namespace
+
+TEST_CASE("charts: a bar's label stays inside the picture, and two charts side by side leave no blank half") {
+  // Bars up to 14.6 times the reference: the longest bar's label, "1461%",
+  // ends inside the width (11 px sans-serif: at most 7 px a character).
+  const std::string bars =
+      bench::bar_chart("t", "x", {{"decode cpu hot bf16 b1 300", 14.61}, {"decode reference cold bf16 b1 300", 0.17}});
+  const double width = svg_number(bars, "width");
+  const std::size_t label = bars.find(">1461%<");
+  REQUIRE(label != std::string::npos);
+  const double x = svg_number(bars, "x", bars.rfind("<text", label));
+  CHECK(x + 7 * 5 <= width);
+  // Two line charts: as wide as both, as tall as one.
+  const bench::Series s{"a", "#000", {1, 2, 3}, {1, 2, 3}};
+  const std::string one = bench::line_chart("l", "x", "y", {s}, false);
+  const std::string both = bench::side_by_side(one, one);
+  CHECK(svg_number(both, "width") == 2 * svg_number(one, "width"));
+  CHECK(svg_number(both, "height") == svg_number(one, "height"));
 }
 
 TEST_CASE("JSON with a NUL byte is refused where it stands, not read up to it") {
