@@ -154,9 +154,7 @@ void check_memory(const Deployment& d, const ModelManifest& m, const std::option
   uint64_t total = m.weights_bytes;
   std::string parts, largest_key;
   uint64_t largest = 0;
-  std::vector<int64_t> voices;
-  if (d.workload.contains("voices"))
-    for (const auto& [name, tokens] : d.workload["voices"].items()) voices.push_back(static_cast<int64_t>(tokens.size()));
+  const std::vector<int64_t> voices = voice_lengths(d);
   for (const ResourceDecl& r : m.resources) {
     const uint64_t bytes = r.spec->bytes(voices);
     const std::string knob = fmt::format("{} {}", r.spec->pool_field(), r.spec->pool_size());
@@ -173,6 +171,13 @@ void check_memory(const Deployment& d, const ModelManifest& m, const std::option
 }
 
 }  // namespace
+
+std::vector<int64_t> voice_lengths(const Deployment& d) {
+  std::vector<int64_t> out;
+  if (d.workload.contains("voices"))
+    for (const auto& [name, tokens] : d.workload["voices"].items()) out.push_back(static_cast<int64_t>(tokens.size()));
+  return out;
+}
 
 ModelOptions model_options(const Deployment& d) {
   return ModelOptions{d.backend, static_cast<int>(d.threads), d.activations};

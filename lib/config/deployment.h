@@ -65,6 +65,9 @@ struct ResolvedDeployment {
 // How the deployment's model is to run: its backend, threads and activations
 // (what every builder of the model passes, so none can drop a setting).
 ModelOptions model_options(const Deployment& d);
+// The lengths of the workload's voices: the sources every resource that
+// holds sources stores once (ResourceSpec::bytes).
+std::vector<int64_t> voice_lengths(const Deployment& d);
 
 // "dotted.key=value" overrides, applied on top of the file.
 struct SetOverride {

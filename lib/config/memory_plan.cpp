@@ -47,10 +47,7 @@ json memory_plan_json(const ResolvedDeployment& r) {
     if (m.weights.dummy_seed) weights["dummy_seed"] = *m.weights.dummy_seed;
     else weights["file"] = m.weights.file;
   }
-  // The workload's voices are sources every resource that holds sources stores once.
-  std::vector<int64_t> voices;
-  if (d.workload.contains("voices"))
-    for (const auto& [name, tokens] : d.workload["voices"].items()) voices.push_back(static_cast<int64_t>(tokens.size()));
+  const std::vector<int64_t> voices = voice_lengths(d);
   json resources = json::array();
   std::size_t kv = 0;
   for (const auto& res : m.resources) {

@@ -40,6 +40,10 @@ using RequestState = std::unique_ptr<ResourceState>;
 
 std::vector<RequestState> copy_states(const std::vector<RequestState>& states);
 
+// A spec's served layers: `layers` as declared, or 0 .. num_layers - 1 when
+// it declares none (a standalone config, a replay trace's).
+std::vector<int64_t> layers_or_all(const std::vector<int64_t>& layers, int64_t num_layers);
+
 // What one step of a request may be, as a resource takes it. A resource
 // that holds no sources leaves the defaults (no limit).
 struct SourceLimits {

@@ -14,12 +14,7 @@ namespace mstar {
 
 using nlohmann::json;
 
-std::vector<int64_t> BoundedKVSpec::served_layers() const {
-  if (!layers.empty()) return layers;
-  std::vector<int64_t> all(static_cast<size_t>(config.num_layers));
-  for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int64_t>(i);
-  return all;
-}
+std::vector<int64_t> BoundedKVSpec::served_layers() const { return layers_or_all(layers, config.num_layers); }
 
 std::unique_ptr<Resource> BoundedKVSpec::build(const ResourceOptions& options) const {
   return std::make_unique<BoundedKVManager>(*this, options);
