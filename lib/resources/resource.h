@@ -23,10 +23,6 @@
 #include <string_view>
 #include <vector>
 
-#include <fmt/format.h>
-
-#include "core/errors.h"
-
 namespace mstar {
 
 // The most memory one resource may ask for, whatever the machine: a config
@@ -144,12 +140,5 @@ class Resource {
   // After the step that admitted it claimed: its entries and position.
   virtual void load(const std::string& rid, const ResourceState& state);
 };
-
-// `state` as the resource's own state type, or InputError naming both.
-template <class State>
-const State& state_as(const Resource& r, const ResourceState& state) {
-  if (const auto* s = dynamic_cast<const State*>(&state)) return *s;
-  throw InputError(fmt::format("resource '{}' is {}, but the state given for it is of another type", r.key(), r.type()));
-}
 
 }  // namespace mstar

@@ -14,9 +14,11 @@
 #include <utility>
 #include <vector>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "core/buffer.h"
+#include "core/errors.h"
 #include "core/dtype.h"
 #include "core/shape.h"
 #include "resources/options.h"
@@ -39,6 +41,13 @@ class ResourceState {
 using RequestState = std::unique_ptr<ResourceState>;
 
 std::vector<RequestState> copy_states(const std::vector<RequestState>& states);
+
+// `state` as the resource's own state type, or InputError naming both.
+template <class State>
+const State& state_as(const Resource& r, const ResourceState& state) {
+  if (const auto* s = dynamic_cast<const State*>(&state)) return *s;
+  throw InputError(fmt::format("resource '{}' is {}, but the state given for it is of another type", r.key(), r.type()));
+}
 
 // A spec's served layers: `layers` as declared, or 0 .. num_layers - 1 when
 // it declares none (a standalone config, a replay trace's).
