@@ -4,10 +4,13 @@
 // diagnostics.
 #include <doctest/doctest.h>
 
+#include <cstdint>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
+#include "engine/engine.h"
 #include "engine/program.h"
 
 namespace mstar::test {
@@ -24,6 +27,19 @@ inline ResolvedDeployment load_or_fail(const std::filesystem::path& config, cons
 // A shipped deployment, configs/NAME.
 inline ResolvedDeployment shipped(const std::string& name, const std::vector<std::string>& sets = {}) {
   return load_or_fail(std::filesystem::path(MSTAR_SOURCE_DIR) / "configs" / name, sets);
+}
+
+// Steps `engine` until it is idle: each request's streamed tokens, by id.
+// An error event fails the test.
+inline std::map<std::string, std::vector<int32_t>> streamed_tokens(Engine& engine) {
+  std::map<std::string, std::vector<int32_t>> tokens;
+  while (!engine.idle())
+    for (const Event& e : engine.step()) {
+      REQUIRE_MESSAGE(e.body["event"] != "error", e.body.dump());
+      if (e.body["event"] == "chunk")
+        for (int32_t t : e.body["tokens"]) tokens[e.body["id"]].push_back(t);
+    }
+  return tokens;
 }
 
 }  // namespace mstar::test

@@ -146,14 +146,7 @@ std::map<std::string, std::vector<int32_t>> serve(const std::string& kind, const
   for (const char* id : {"a", "b"})
     engine->submit(json{{"id", id}, {"voice", "alice"}, {"prompt", {5, 6, id[0] == 'a' ? 7 : 8}}, {"max_tokens", 24},
                         {"sampling", {{"temperature", 0.0}}}});
-  std::map<std::string, std::vector<int32_t>> tokens;
-  while (!engine->idle())
-    for (const Event& e : engine->step()) {
-      REQUIRE_MESSAGE(e.body["event"] != "error", e.body.dump());
-      if (e.body["event"] == "chunk")
-        for (int32_t t : e.body["tokens"]) tokens[e.body["id"]].push_back(t);
-    }
-  return tokens;
+  return test::streamed_tokens(*engine);
 }
 
 }  // namespace
