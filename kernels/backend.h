@@ -10,6 +10,7 @@
 namespace mstar {
 
 enum class Backend : unsigned char { reference, cpu, cuda };
+inline constexpr Backend kBackends[] = {Backend::reference, Backend::cpu, Backend::cuda};
 
 std::string_view to_string(Backend b);
 // Throws ConfigError naming `what` and the text.

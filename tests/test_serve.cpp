@@ -536,7 +536,10 @@ TEST_CASE("serve: a client that reads too slowly has its request cancelled, and 
   const auto d = test::shipped("tts-demo.yaml");
   const json fast = sampled(speech("fast", "bob", {2, 3}, 64), 0.8, 30, 11);
   const auto want = expected(d, {fast});
-  serve::EngineLoop loop(d, {8, 3});
+  serve::LoopOptions options;
+  options.max_queue = 8;
+  options.stream_buffer = 3;
+  serve::EngineLoop loop(d, options);
   serve::Opened slow = loop.open(speech("slow", "alice", {1}, 400));
   serve::Opened quick = loop.open(fast);
   REQUIRE(slow.status == 200);

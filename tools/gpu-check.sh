@@ -9,10 +9,10 @@
 #      configure or build stops here, saying so. With --prebuilt DIR (a
 #      machine that cannot install packages), the binaries come from DIR
 #      instead, as tools/gpu-bundle.sh lays them out: DIR/bin holds
-#      mstar_cuda_tests, mstar-bench and mstar-run, DIR/lib the shared
+#      mstar_backend_tests, mstar-bench and mstar-run, DIR/lib the shared
 #      libraries they need that such a machine lacks;
-#   2. the GPU tests (mstar_cuda_tests: every CUDA op against the reference,
-#      the demos end to end against the cpu backend);
+#   2. the GPU tests (mstar_backend_tests --backend cuda: every op on CUDA
+#      against the reference, the demos end to end against the cpu backend);
 #   3. mstar-bench memory --backend cuda: the device's copy and triad bandwidth;
 #   4. mstar-bench kernels --backend cuda on decode shapes (head dim 128,
 #      32/8 heads, 64 rows, 4096 and 16384 entries, and one row of 16384, bf16)
@@ -129,8 +129,8 @@ run_to() {  # file, seconds, command...
 }
 
 # ---------------------------------------------------------------- 2. GPU tests
-step "GPU tests (mstar_cuda_tests)"
-"$tests/mstar_cuda_tests" --duration=true >"$report/cuda-tests.txt" 2>&1
+step "GPU tests (mstar_backend_tests --backend cuda)"
+"$tests/mstar_backend_tests" --backend cuda --duration=true >"$report/cuda-tests.txt" 2>&1
 rc=$?
 tail -n 25 "$report/cuda-tests.txt"
 counts=$(grep -E '^\[doctest\] test cases:' "$report/cuda-tests.txt" | tail -1 | sed 's/^\[doctest\] //; s/ *| */, /g')

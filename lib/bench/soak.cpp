@@ -58,7 +58,7 @@ class Traffic {
       throw ConfigError("mstar-bench soak: a speech deployment needs voices in its workload");
     vocab_ = d.model.arch->vocab_size();
     for (const auto& r : d.model.resources)
-      if (const int64_t w = r.spec->source_limits().query_window; w != INT64_MAX) query_window_ = w;
+      if (const int64_t qw = r.spec->source_limits().query_window; qw != INT64_MAX) query_window_ = qw;
     control_dim_ = speech_ ? 0 : d.model.arch->to_json().value("control_dim", int64_t{0});
   }
 
