@@ -1,5 +1,6 @@
-// mstar-serve CONFIG [--set k=v]... [--host H] [--port N] [--max-queue N] [--max-body BYTES] [--threads-http N]
-//                    [--stream-buffer N] [--read-timeout S] [--write-timeout S] [--drain-seconds S]
+// mstar-serve CONFIG [--set k=v]... [--host H] [--port N] [--api-key KEY | --api-key-file PATH] [--max-queue N]
+//                    [--max-body BYTES] [--threads-http N] [--stream-buffer N] [--read-timeout S] [--write-timeout S]
+//                    [--drain-seconds S]
 // Serves a deployment over HTTP (docs/serving.md): the deployment is loaded
 // as mstar-run loads it, its workload's requests are ignored (clients send
 // theirs), and the server runs until SIGINT or SIGTERM.
@@ -11,6 +12,7 @@
 
 #include "cli.h"
 #include "engine/program.h"
+#include "serve/api_key.h"
 #include "serve/server.h"
 
 int main(int argc, char** argv) {
@@ -24,6 +26,10 @@ int main(int argc, char** argv) {
   app.add_option("--set", sets, "override a deployment key: dotted.key=value (repeatable)");
   app.add_option("--host", o.host, "address to listen on")->capture_default_str();
   app.add_option("--port", o.port, "port to listen on; 0 picks a free one")->capture_default_str()->check(CLI::Range(0, 65535));
+  auto* key = app.add_option("--api-key", o.api_key,
+                              "every endpoint but /v1/health wants Authorization: Bearer KEY (ps shows it: prefer the file)");
+  std::string key_file;
+  app.add_option("--api-key-file", key_file, "the API key from a file (its one line)")->excludes(key);
   app.add_option("--max-queue", o.max_queue, "requests waiting for admission before 429")
       ->capture_default_str()->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
   app.add_option("--max-body", o.max_body, "largest request body in bytes (413 beyond)")
@@ -45,6 +51,8 @@ int main(int argc, char** argv) {
   const auto set_list = mstar::cli::sets(sets, "mstar-serve");
   if (!set_list) return mstar::cli::kUsage;
   return mstar::cli::guarded("mstar-serve", [&] {
+    if (!key_file.empty()) o.api_key = mstar::serve::read_api_key_file(key_file);
+    else if (key->count()) mstar::serve::check_api_key(o.api_key, "--api-key");
     mstar::Diagnostics diags;
     auto resolved = mstar::load_deployment(config, *set_list, diags);
     if (!resolved) {
@@ -55,6 +63,9 @@ int main(int argc, char** argv) {
     const int port = server.start();
     const std::string host = o.host.find(':') != std::string::npos ? "[" + o.host + "]" : o.host;
     fmt::print(stderr, "mstar-serve: listening on http://{}:{}\n", host, port);
+    if (o.api_key.empty() && !mstar::serve::loopback_only(o.host))
+      fmt::print(stderr, "mstar-serve: warning: {} is not loopback and there is no --api-key: anyone who reaches the "
+                 "port can use the model (docs/serving.md, \"Exposing a deployment\")\n", o.host);
     const int sig = signals.wait(server);
     if (sig) fmt::print(stderr, "mstar-serve: {}: stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
     const mstar::serve::ShutdownReport r = server.stop();

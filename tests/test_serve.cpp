@@ -516,6 +516,50 @@ TEST_CASE("serve: /metrics is Prometheus text, and counts what happened") {
   CHECK(h["uptime_seconds"].get<double>() > 0);
 }
 
+TEST_CASE("serve: with an API key, a request without it gets 401 and nothing else, health stays open") {
+  const auto d = test::shipped("tts-demo.yaml");
+  serve::ServeOptions o;
+  o.api_key = "s3cret-key";
+  Running srv(d, o);
+  httplib::Client c("127.0.0.1", srv.port);
+  const std::string body = speech("k", "alice", {3}, 5).dump();
+  const httplib::Headers none, wrong{{"Authorization", "Bearer s3cret-kez"}}, right{{"Authorization", "Bearer s3cret-key"}};
+  const auto refused = [](const httplib::Result& r) {
+    REQUIRE(r);
+    CHECK(r->status == 401);
+    CHECK(r->get_header_value("WWW-Authenticate") == "Bearer");
+    CHECK(json::parse(r->body) == json{{"error", "this server wants its API key: Authorization: Bearer KEY"}});
+  };
+  for (const httplib::Headers& h : {none, wrong}) {
+    for (const char* path : {"/v1/models", "/metrics", "/v1/nope", "/v1/generate"}) {
+      CAPTURE(path);
+      refused(c.Get(path, h));
+    }
+    refused(c.Post("/v1/generate", h, body, "application/json"));
+    refused(c.Post("/v1/nope", h, body, "application/json"));
+  }
+  const auto health = c.Get("/v1/health");
+  REQUIRE(health);
+  CHECK(health->status == 200);
+  // With the key: served, and the refused requests never reached the engine.
+  const auto models = c.Get("/v1/models", right);
+  REQUIRE(models);
+  CHECK(models->status == 200);
+  const auto generated = c.Post("/v1/generate", right, body, "application/json");
+  REQUIRE(generated);
+  CHECK(generated->status == 200);
+  CHECK(generated->body.find(R"("event":"done")") != std::string::npos);
+  const auto metrics = c.Get("/metrics", right);
+  REQUIRE(metrics);
+  CHECK(metric(metrics->body, R"(mstar_requests_total{outcome="done",reason="max_tokens"})") == 1);
+  CHECK(metric(metrics->body, R"(mstar_http_responses_total{code="401"})") == 12);
+}
+
+TEST_CASE("serve: loopback addresses are told from the others") {
+  for (const char* host : {"127.0.0.1", "127.1.2.3", "::1", "localhost"}) CHECK(serve::loopback_only(host));
+  for (const char* host : {"0.0.0.0", "::", "192.168.1.7", "10.0.0.1", "example.org", ""}) CHECK_FALSE(serve::loopback_only(host));
+}
+
 TEST_CASE("serve: the engine thread sleeps while nothing runs") {
   const auto d = test::shipped("tts-demo.yaml");
   Running srv(d);

@@ -16,6 +16,7 @@
 #include "core/errors.h"
 #include "core/json_text.h"
 #include "engine/run.h"
+#include "serve/api_key.h"
 #include "serve/connections.h"
 
 namespace mstar::serve {
@@ -145,6 +146,17 @@ void Server::routes() {
     send_error(res, 500, "internal error: " + what);
   });
 
+  // Before routing, so that without the key no path, not even an unknown
+  // one, answers anything but 401.
+  if (!options_.api_key.empty())
+    h.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+      if (req.path == "/v1/health" || bearer_matches(req.get_header_value("Authorization"), options_.api_key))
+        return httplib::Server::HandlerResponse::Unhandled;
+      res.set_header("WWW-Authenticate", "Bearer");
+      send_error(res, 401, "this server wants its API key: Authorization: Bearer KEY");
+      return httplib::Server::HandlerResponse::Handled;
+    });
+
   h.Get("/v1/health", [this](const httplib::Request&, httplib::Response& res) {
     const double up = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
     if (const std::string f = loop_->failure(); !f.empty())
@@ -239,6 +251,10 @@ void Server::routes() {
           loop->close(*s);
         });
   });
+}
+
+bool loopback_only(std::string_view host) {
+  return host == "localhost" || host == "::1" || host == "[::1]" || host.rfind("127.", 0) == 0;
 }
 
 int Server::port() const { return listener_ ? listener_->port() : -1; }

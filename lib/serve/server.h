@@ -6,9 +6,13 @@
 //                       the answer streams its events as server-sent events
 //                       ("data: {...}\n\n"), or as JSON lines when the client
 //                       sends "Accept: application/jsonl"
-//   GET  /v1/health     {"status": "ok", "uptime_seconds": ...}
+//   GET  /v1/health     {"status": "ok", "uptime_seconds": ...}; the one endpoint
+//                       open without the API key, when there is one
 //   GET  /v1/models     the model: name, kind, architecture, resources and their occupancy
 //   GET  /metrics       Prometheus text format
+//
+// With an API key (ServeOptions::api_key), a request without it, to any
+// path but /v1/health, is answered 401 and nothing else.
 //
 //   mstar::serve::Server server(resolved, options);
 //   int port = server.start();        // listening; the engine waits for work
@@ -21,6 +25,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -30,7 +35,8 @@
 namespace mstar::serve {
 
 struct ServeOptions {
-  std::string host = "127.0.0.1";  // loopback unless asked: the server has no authentication
+  std::string host = "127.0.0.1";  // loopback unless asked
+  std::string api_key;             // non-empty: every endpoint but /v1/health wants "Authorization: Bearer KEY" (api_key.h)
   int port = 8080;                 // 0: a free port, chosen by the system
   int64_t max_queue = 64;          // requests waiting for admission before 429
   std::size_t max_body = 1 << 20;  // bytes of a request body before 413
@@ -94,6 +100,11 @@ class Server {
   bool stopped_ = false;
   ShutdownReport report_;
 };
+
+// Whether `host` (ServeOptions::host) names this machine's loopback only
+// (127.0.0.0/8, ::1, localhost): a server bound elsewhere without an API key
+// serves anyone who reaches the port, which mstar-serve says when it starts.
+[[nodiscard]] bool loopback_only(std::string_view host);
 
 // SIGINT and SIGTERM as a shutdown request. Construct it early in main: it
 // installs handlers (process-wide: any thread may take the signal, the
