@@ -1,4 +1,5 @@
-// mstar-serve CONFIG [--set k=v]... [--host H] [--port N] [--api-key KEY | --api-key-file PATH] [--max-queue N]
+// mstar-serve CONFIG [--set k=v]... [--host H] [--port N] [--api-key KEY | --api-key-file PATH]
+//                    [--ssl-cert PEM --ssl-key PEM] [--max-queue N]
 //                    [--max-body BYTES] [--threads-http N] [--stream-buffer N] [--read-timeout S] [--write-timeout S]
 //                    [--drain-seconds S]
 // Serves a deployment over HTTP (docs/serving.md): the deployment is loaded
@@ -30,6 +31,10 @@ int main(int argc, char** argv) {
                               "every endpoint but /v1/health wants Authorization: Bearer KEY (ps shows it: prefer the file)");
   std::string key_file;
   app.add_option("--api-key-file", key_file, "the API key from a file (its one line)")->excludes(key);
+  auto* cert = app.add_option("--ssl-cert", o.ssl_cert, "serve HTTPS with this PEM certificate chain (the server's first)");
+  auto* cert_key = app.add_option("--ssl-key", o.ssl_key, "the PEM private key of --ssl-cert");
+  cert->needs(cert_key);
+  cert_key->needs(cert);
   app.add_option("--max-queue", o.max_queue, "requests waiting for admission before 429")
       ->capture_default_str()->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
   app.add_option("--max-body", o.max_body, "largest request body in bytes (413 beyond)")
@@ -62,7 +67,7 @@ int main(int argc, char** argv) {
     mstar::serve::Server server(*resolved, o);
     const int port = server.start();
     const std::string host = o.host.find(':') != std::string::npos ? "[" + o.host + "]" : o.host;
-    fmt::print(stderr, "mstar-serve: listening on http://{}:{}\n", host, port);
+    fmt::print(stderr, "mstar-serve: listening on {}://{}:{}\n", o.ssl_cert.empty() ? "http" : "https", host, port);
     if (o.api_key.empty() && !mstar::serve::loopback_only(o.host))
       fmt::print(stderr, "mstar-serve: warning: {} is not loopback and there is no --api-key: anyone who reaches the "
                  "port can use the model (docs/serving.md, \"Exposing a deployment\")\n", o.host);

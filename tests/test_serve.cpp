@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <regex>
@@ -553,6 +555,114 @@ TEST_CASE("serve: with an API key, a request without it gets 401 and nothing els
   REQUIRE(metrics);
   CHECK(metric(metrics->body, R"(mstar_requests_total{outcome="done",reason="max_tokens"})") == 1);
   CHECK(metric(metrics->body, R"(mstar_http_responses_total{code="401"})") == 12);
+}
+
+namespace {
+
+// A certificate authority and a server certificate for 127.0.0.1 it signed
+// (P-256, made with the openssl program), in a directory of their own.
+struct TestCertificates {
+  std::filesystem::path dir = std::filesystem::temp_directory_path() / ("mstar-tls-" + std::to_string(::getpid()));
+  std::filesystem::path ca = dir / "ca.pem", cert = dir / "server.pem", key = dir / "server.key";
+  TestCertificates() {
+    std::filesystem::create_directories(dir);
+    const std::string d = dir.string();
+    const std::string script =
+        "cd '" + d + "' && printf 'subjectAltName=IP:127.0.0.1\\n' > ext && "
+        "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key -out ca.pem -days 2 "
+        "-subj '/CN=mstar test CA' && "
+        "openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout server.key -out server.csr "
+        "-subj '/CN=127.0.0.1' && "
+        "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 2 -extfile ext";
+    REQUIRE(std::system(("(" + script + ") >/dev/null 2>&1").c_str()) == 0);
+  }
+  ~TestCertificates() { std::filesystem::remove_all(dir); }
+};
+
+}  // namespace
+
+TEST_CASE("serve: with a certificate it speaks HTTPS only, to clients that trust its CA") {
+  const TestCertificates certs;
+  const auto d = test::shipped("tts-demo.yaml");
+  serve::ServeOptions o;
+  o.ssl_cert = certs.cert.string();
+  o.ssl_key = certs.key.string();
+  o.api_key = "over-tls";
+  o.read_timeout_s = 1;
+  Running srv(d, o);
+  httplib::SSLClient c("127.0.0.1", srv.port);
+  c.set_ca_cert_path(certs.ca.c_str());
+  c.enable_server_certificate_verification(true);
+  const httplib::Headers key{{"Authorization", "Bearer over-tls"}};
+  const auto health = c.Get("/v1/health");
+  REQUIRE(health);
+  CHECK(health->status == 200);
+  const auto refused = c.Get("/v1/models");
+  REQUIRE(refused);
+  CHECK(refused->status == 401);
+  const auto generated = c.Post("/v1/generate", key, speech("t", "alice", {3}, 5).dump(), "application/json");
+  REQUIRE(generated);
+  CHECK(generated->status == 200);
+  CHECK(generated->body.find(R"("event":"done","id":"t","reason":"max_tokens","tokens":5)") != std::string::npos);
+  // A client hanging up mid-stream frees its slot, as over plain HTTP.
+  int seen = 0;
+  httplib::Request req;
+  req.method = "POST";
+  req.path = "/v1/generate";
+  req.headers = key;
+  req.headers.emplace("Content-Type", "application/json");
+  req.body = speech("cut", "bob", {5}, 1 << 20).dump();
+  req.content_receiver = [&](const char*, size_t, uint64_t, uint64_t) { return ++seen < 2; };
+  const auto cut = c.send(req);
+  CHECK(!cut);
+  const auto in_use = [&] {
+    const auto m = c.Get("/v1/models", key);
+    return m ? json::parse(m->body)["models"][0]["resources"][0]["in_use"].get<int64_t>() : -1;
+  };
+  CHECK(eventually([&] { return in_use() == 0; }));
+  // A client that does not trust the CA, or speaks plain HTTP, gets nothing.
+  httplib::SSLClient untrusting("127.0.0.1", srv.port);
+  untrusting.enable_server_certificate_verification(true);
+  untrusting.set_ca_cert_path("/nonexistent-ca.pem");
+  const auto no_trust = untrusting.Get("/v1/health");
+  CHECK(!no_trust);
+  httplib::Client plain("127.0.0.1", srv.port);
+  plain.set_read_timeout(3, 0);
+  const auto plain_reply = plain.Get("/v1/health");
+  CHECK((!plain_reply || plain_reply->status != 200));
+  // A connection that never starts its handshake is closed at the read timeout.
+  Raw idle(srv.port);
+  const auto t0 = std::chrono::steady_clock::now();
+  CHECK(idle.read_until("never").empty());
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
+  // The server still serves.
+  const auto again = c.Get("/v1/health");
+  REQUIRE(again);
+  CHECK(again->status == 200);
+}
+
+TEST_CASE("serve: a certificate or key that does not do is refused before the model loads, naming the file") {
+  const TestCertificates certs;
+  const auto d = test::shipped("tts-demo.yaml");
+  const auto refused = [&](const std::string& cert, const std::string& key) {
+    serve::ServeOptions o;
+    o.ssl_cert = cert;
+    o.ssl_key = key;
+    o.port = 0;
+    serve::Server s(d, o);
+  };
+  const std::string cert = certs.cert.string(), key = certs.key.string(), ca_key = (certs.dir / "ca.key").string();
+  CHECK_THROWS_WITH_AS(refused("/nonexistent.pem", key), "--ssl-cert /nonexistent.pem: no such file", InputError);
+  CHECK_THROWS_WITH_AS(refused(cert, "/dev/zero"), "--ssl-key /dev/zero: is not a regular file", InputError);
+  const std::string not_cert = "--ssl-cert " + key + ": not a PEM certificate chain",
+                    not_key = "--ssl-key " + cert + ": not a PEM private key";
+  CHECK_THROWS_WITH_AS(refused(key, key), doctest::Contains(not_cert.c_str()), InputError);
+  CHECK_THROWS_WITH_AS(refused(cert, cert), doctest::Contains(not_key.c_str()), InputError);
+  CHECK_THROWS_WITH_AS(refused(cert, ca_key),
+                       ("--ssl-key " + ca_key + " is not the key of the certificate in --ssl-cert " + cert).c_str(),
+                       InputError);
+  CHECK_THROWS_WITH_AS(refused(cert, ""), "--ssl-cert and --ssl-key go together: HTTPS needs the certificate and its key",
+                       ConfigError);
 }
 
 TEST_CASE("serve: loopback addresses are told from the others") {

@@ -6,11 +6,12 @@ set -euo pipefail
 
 # clang-14 and libclang-rt-14-dev build the fuzz preset (libFuzzer with
 # AddressSanitizer and UndefinedBehaviorSanitizer); libxxhash-dev checksums
-# snapshots.
+# snapshots; libssl-dev is the TLS of mstar-serve --ssl-cert, and the openssl
+# program makes the certificates its test serves.
 packages=(
   build-essential cmake ninja-build pkg-config git
   libcli11-dev libyaml-cpp-dev libfmt-dev nlohmann-json3-dev doctest-dev
-  libopenblas-dev libpcre2-dev libutf8proc-dev libxxhash-dev python3-numpy libcpp-httplib-dev
+  libopenblas-dev libpcre2-dev libutf8proc-dev libxxhash-dev python3-numpy libcpp-httplib-dev libssl-dev openssl
   clang-14 libclang-rt-14-dev
 )
 

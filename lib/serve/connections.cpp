@@ -6,6 +6,8 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -13,6 +15,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -65,13 +68,16 @@ Refusal& current_refusal() {
   return r;
 }
 
-Connection::Connection(int fd, const ConnectionLimits& limits)
-    : fd_(fd), limits_(limits), deadline_(Clock::now() + limits.read_timeout) {}
+Connection::Connection(int fd, const ConnectionLimits& limits, TlsSession* tls)
+    : fd_(fd), tls_(tls), limits_(limits), deadline_(Clock::now() + limits.read_timeout) {}
 
-bool Connection::is_readable() const { return pos_ < len_ || wait_for(fd_, POLLIN, ms_left(deadline_)); }
+bool Connection::is_readable() const {
+  return pos_ < len_ || (tls_ && tls_->pending()) || wait_for(fd_, POLLIN, ms_left(deadline_));
+}
 
 bool Connection::is_writable() const {
   if (!wait_for(fd_, POLLOUT, static_cast<int>(limits_.write_timeout.count()))) return false;
+  if (tls_) return !tls_->peer_closed();
   if (!wait_for(fd_, POLLIN, 0)) return true;  // nothing to read: the client has not closed
   char c;
   const ssize_t n = ::recv(fd_, &c, 1, MSG_PEEK | MSG_DONTWAIT);
@@ -104,11 +110,18 @@ ssize_t Connection::read(char* ptr, std::size_t size) {
   if (unframed_body_ && pos_ == len_)
     return refuse(411, "a request with a body needs Content-Length or Transfer-Encoding");
   if (pos_ == len_) {
-    if (!wait_for(fd_, POLLIN, ms_left(deadline_)))
+    const auto late = [&] {
       return refuse(408, fmt::format("the request did not arrive within {} s", limits_.read_timeout.count() / 1000.0));
+    };
     ssize_t n;
-    do n = ::recv(fd_, buf_, sizeof buf_, 0);
-    while (n < 0 && errno == EINTR);
+    if (tls_) {
+      n = tls_->read(buf_, sizeof buf_, deadline_);
+      if (n == kTimedOut) return late();
+    } else {
+      if (!wait_for(fd_, POLLIN, ms_left(deadline_))) return late();
+      do n = ::recv(fd_, buf_, sizeof buf_, 0);
+      while (n < 0 && errno == EINTR);
+    }
     if (n <= 0) return n;
     pos_ = 0;
     len_ = static_cast<std::size_t>(n);
@@ -137,6 +150,10 @@ ssize_t Connection::read(char* ptr, std::size_t size) {
 }
 
 ssize_t Connection::write(const char* ptr, std::size_t size) {
+  if (tls_) {
+    const ssize_t n = tls_->write(ptr, size, Clock::now() + limits_.write_timeout);
+    return n == kTimedOut ? -1 : n;
+  }
   if (!wait_for(fd_, POLLOUT, static_cast<int>(limits_.write_timeout.count()))) return -1;
   ssize_t n;
   do n = ::send(fd_, ptr, size, MSG_NOSIGNAL);  // a closed connection is an error, not SIGPIPE
@@ -157,6 +174,7 @@ void Connection::get_local_ip_and_port(std::string& ip, int& port) const {
 }
 
 void Connection::close_gracefully() {
+  if (tls_) tls_->shutdown();
   ::shutdown(fd_, SHUT_WR);
   const auto until = Clock::now() + std::chrono::milliseconds(500);
   char scratch[4096];
@@ -168,8 +186,9 @@ void Connection::close_gracefully() {
   ::close(fd_);
 }
 
-Listener::Listener(const std::string& host, int port, int threads, ConnectionLimits limits, Serve serve)
-    : threads_(threads), limits_(limits), serve_(std::move(serve)) {
+Listener::Listener(const std::string& host, int port, int threads, ConnectionLimits limits, Serve serve,
+                   const TlsContext* tls)
+    : threads_(threads), limits_(limits), serve_(std::move(serve)), tls_(tls) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -251,6 +270,10 @@ void Listener::accept_loop() {
       cv_.notify_one();
       continue;
     }
+    if (tls_) {  // no plain answer to a client that speaks TLS, and no handshake on this thread
+      ::close(c);
+      continue;
+    }
     const std::string body = fmt::format("{{\"error\":\"too many connections: {} served and {} waiting\"}}\n", threads_, threads_);
     const std::string answer = fmt::format(
         "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: {}\r\nRetry-After: 1\r\n"
@@ -263,6 +286,13 @@ void Listener::accept_loop() {
 }
 
 void Listener::work() {
+  // OpenSSL writes to the socket with write(), which raises SIGPIPE when the
+  // client has gone; blocked on this thread, the write fails with EPIPE
+  // instead (a plain connection sends with MSG_NOSIGNAL).
+  sigset_t pipe;
+  sigemptyset(&pipe);
+  sigaddset(&pipe, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
   for (;;) {
     int fd;
     {
@@ -272,8 +302,19 @@ void Listener::work() {
       fd = waiting_.front();
       waiting_.pop_front();
     }
+    std::optional<TlsSession> tls;
+    if (tls_) {
+      tls.emplace(*tls_, fd);
+      if (!tls->accept(Clock::now() + limits_.read_timeout)) {
+        tls.reset();
+        ::close(fd);
+        std::lock_guard lock(m_);
+        --open_;
+        continue;
+      }
+    }
     {
-      Connection c(fd, limits_);
+      Connection c(fd, limits_, tls ? &*tls : nullptr);
       current_refusal() = {};
       serve_(c);
       c.close_gracefully();

@@ -20,7 +20,9 @@
 //   thread; one beyond those is answered 503 at once and closed;
 // - one request per connection (the response says Connection: close), so no
 //   connection holds a thread between requests and no unread rest of a
-//   refused request is read as the next one.
+//   refused request is read as the next one;
+// - with TLS (tls.h), the handshake too must end within the read timeout,
+//   and the same limits hold for the decrypted bytes.
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -32,6 +34,8 @@
 #include <vector>
 
 #include <httplib.h>
+
+#include "serve/tls.h"
 
 namespace mstar::serve {
 
@@ -52,7 +56,8 @@ Refusal& current_refusal();
 
 class Connection final : public httplib::Stream {
  public:
-  Connection(int fd, const ConnectionLimits& limits);
+  // `tls`: the connection's session after its handshake, or null (plain).
+  Connection(int fd, const ConnectionLimits& limits, TlsSession* tls = nullptr);
   bool is_readable() const override;
   // The socket takes bytes within the write timeout and the client has not
   // closed its end (a peek reads end of file).
@@ -70,6 +75,7 @@ class Connection final : public httplib::Stream {
  private:
   ssize_t refuse(int status, std::string message);
   const int fd_;
+  TlsSession* const tls_;
   const ConnectionLimits limits_;
   const std::chrono::steady_clock::time_point deadline_;
   char buf_[4096];
@@ -88,7 +94,11 @@ class Listener {
  public:
   using Serve = std::function<void(Connection&)>;
   // Binds and listens (backlog 1024); throws InputError naming the address.
-  Listener(const std::string& host, int port, int threads, ConnectionLimits limits, Serve serve);
+  // With `tls` (outliving the listener) every connection is TLS: one whose
+  // handshake fails or times out is closed unserved, and one refused for
+  // lack of a thread is closed without an answer.
+  Listener(const std::string& host, int port, int threads, ConnectionLimits limits, Serve serve,
+           const TlsContext* tls = nullptr);
   ~Listener();
   Listener(const Listener&) = delete;
   Listener& operator=(const Listener&) = delete;
@@ -108,6 +118,7 @@ class Listener {
   const int threads_;
   const ConnectionLimits limits_;
   const Serve serve_;
+  const TlsContext* const tls_;
   int fd_ = -1, port_ = -1;
   int wake_[2] = {-1, -1};  // stop() writes a byte: the accepting thread's poll returns
   std::thread acceptor_;

@@ -18,6 +18,7 @@
 #include "engine/run.h"
 #include "serve/api_key.h"
 #include "serve/connections.h"
+#include "serve/tls.h"
 
 namespace mstar::serve {
 
@@ -91,6 +92,10 @@ Server::Server(const ResolvedDeployment& d, ServeOptions options) : options_(std
   if (options_.threads_http < 1) throw ConfigError("--threads-http must be at least 1");
   if (options_.max_queue < 1) throw ConfigError("--max-queue must be at least 1");
   if (options_.stream_buffer < 1) throw ConfigError("--stream-buffer must be at least 1");
+  if (options_.ssl_cert.empty() != options_.ssl_key.empty())
+    throw ConfigError("--ssl-cert and --ssl-key go together: HTTPS needs the certificate and its key");
+  // Before the weights load: a certificate that does not do is known at once.
+  if (!options_.ssl_cert.empty()) tls_ = std::make_unique<TlsContext>(options_.ssl_cert, options_.ssl_key);
   loop_ = std::make_unique<EngineLoop>(d, LoopOptions{options_.max_queue, options_.stream_buffer, options_.loading},
                                        [this](const std::string&) { request_stop(); });
   const ModelManifest& m = d.model;
@@ -280,7 +285,7 @@ int Server::start() {
   limits.write_timeout = std::chrono::milliseconds(options_.write_timeout_s * 1000);
   limits.max_body = options_.max_body;
   listener_ = std::make_unique<Listener>(options_.host, options_.port, options_.threads_http, limits,
-                                         [this](Connection& c) { http_->serve(c); });
+                                         [this](Connection& c) { http_->serve(c); }, tls_.get());
   http_->set_listening(listener_->fd());
   listener_->start();
   return listener_->port();

@@ -37,6 +37,7 @@ namespace mstar::serve {
 struct ServeOptions {
   std::string host = "127.0.0.1";  // loopback unless asked
   std::string api_key;             // non-empty: every endpoint but /v1/health wants "Authorization: Bearer KEY" (api_key.h)
+  std::string ssl_cert, ssl_key;   // both set: HTTPS only (PEM certificate chain and its key; tls.h)
   int port = 8080;                 // 0: a free port, chosen by the system
   int64_t max_queue = 64;          // requests waiting for admission before 429
   std::size_t max_body = 1 << 20;  // bytes of a request body before 413
@@ -50,10 +51,13 @@ struct ServeOptions {
 
 class HttpServer;  // httplib::Server over this server's own connections
 class Listener;
+class TlsContext;
 
 class Server {
  public:
-  // Builds the engine (throws ConfigError or InputError as Engine::create does).
+  // Reads the certificate and key, then builds the engine (throws
+  // InputError naming a certificate or key that does not do, ConfigError or
+  // InputError as Engine::create does).
   Server(const ResolvedDeployment& d, ServeOptions options);
   ~Server();
   Server(const Server&) = delete;
@@ -83,6 +87,7 @@ class Server {
   std::string metrics_text() const;
 
   ServeOptions options_;
+  std::unique_ptr<TlsContext> tls_;  // null: plain HTTP
   std::unique_ptr<EngineLoop> loop_;
   std::unique_ptr<HttpServer> http_;
   nlohmann::json model_;  // /v1/models' static part
