@@ -17,6 +17,7 @@
 #include <functional>
 #include <map>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -338,7 +339,7 @@ TEST_CASE("serve: bad requests are refused with a JSON error naming the problem"
       {"not json", 400, "the body is not valid JSON: parse error at line 1, column 2"},
       {"", 400, "the body is not valid JSON"},
       {"[1, 2]", 400, "body: a request must be a JSON object, got [1,2]"},
-      {R"({"voice": "alice", "prompt": [1], "max_tokens": 2})", 400, "a request needs a non-empty string 'id'"},
+      {R"({"id": "", "voice": "alice", "prompt": [1], "max_tokens": 2})", 400, "a request needs a non-empty string 'id'"},
       {R"({"id": 7, "voice": "alice", "prompt": [1], "max_tokens": 2})", 400, "a request needs a non-empty string 'id'"},
       {R"({"id": "x", "voice": "nobody", "prompt": [1], "max_tokens": 2})", 400, "request 'x': unknown voice 'nobody'"},
       {"{" + ok + R"(, "colour": "red"})", 400, "request 'x': unknown field 'colour'"},
@@ -465,6 +466,42 @@ TEST_CASE("serve: the connection layer holds its limits: head, body however fram
   // while they held both threads were refused too, hence at least one).
   CHECK(eventually([&] { return get_json(srv.port, "/v1/health")["status"] == "ok"; }));
   CHECK(metric(srv.port, "mstar_connections_refused_total") >= 1);
+}
+
+TEST_CASE("serve: a body may name the served model (404 for another) and leave its id to the server") {
+  const auto d = test::shipped("tts-demo.yaml");
+  Running srv(d);
+  json r = speech("named", "alice", {3}, 4);
+  r["model"] = d.model.name;
+  const Streamed named = post(srv.port, r);
+  REQUIRE(named.status == 200);
+  CHECK(named.events.back()["id"] == "named");
+  r["model"] = "gpt-4";
+  const Streamed other = post(srv.port, r);
+  CHECK(other.status == 404);
+  CHECK(json::parse(other.text)["error"] == "body.model: \"gpt-4\" is not served here; this server serves \"" +
+                                               d.model.name + "\" (GET /v1/models)");
+  r["model"] = 7;
+  CHECK(post(srv.port, r).status == 404);
+  // Without an id: one is given, in a header and in every event, and no two alike.
+  json anonymous = speech("", "bob", {5}, 4);
+  anonymous.erase("id");
+  httplib::Client c("127.0.0.1", srv.port);
+  std::set<std::string> ids;
+  for (int i = 0; i < 2; ++i) {
+    const auto res = c.Post("/v1/generate", anonymous.dump(), "application/json");
+    REQUIRE(res);
+    CHECK(res->status == 200);
+    const std::string id = res->get_header_value("X-Request-Id");
+    CHECK(id.rfind("mstar-", 0) == 0);
+    CHECK(res->body.find("\"id\":\"" + id + "\"") != std::string::npos);
+    ids.insert(id);
+  }
+  CHECK(ids.size() == 2);
+  // A client's own id comes back in the header too.
+  const auto own = c.Post("/v1/generate", speech("mine", "bob", {5}, 2).dump(), "application/json");
+  REQUIRE(own);
+  CHECK(own->get_header_value("X-Request-Id") == "mine");
 }
 
 TEST_CASE("serve: /metrics is Prometheus text, and counts what happened") {

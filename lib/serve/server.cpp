@@ -199,8 +199,22 @@ void Server::routes() {
     std::optional<json> parsed = try_parse_json(req.body, why, kMaxDepth);
     if (!parsed) return send_error(res, 400, "the body is " + why);
     json j = std::move(*parsed);
-    // Exactly a request line of mstar-run: its "arrival" (a step number, for
-    // reproducible runs) is checked and dropped; a request arrives here when it arrives.
+    // What clients of other servers send: "model" naming what they want
+    // served (it must be this server's), and no id (one is given).
+    if (j.is_object()) {
+      if (const auto m = j.find("model"); m != j.end()) {
+        if (*m != model_["name"])
+          return send_error(res, 404, fmt::format("body.model: {} is not served here; this server serves {} (GET /v1/models)",
+                                                  m->dump(), model_["name"].dump()));
+        j.erase(m);
+      }
+      // (Cancellations and operations are refused below as they are.)
+      if (!j.contains("id") && !j.contains("cancel") && !j.contains("op"))
+        j["id"] = fmt::format("mstar-{}", next_id_.fetch_add(1) + 1);
+      if (const auto id = j.find("id"); id->is_string()) res.set_header("X-Request-Id", id->get<std::string>());
+    }
+    // Then exactly a request line of mstar-run: its "arrival" (a step number,
+    // for reproducible runs) is checked and dropped; a request arrives here when it arrives.
     RequestLine line = parse_request_line(std::move(j), "body");
     if (line.kind == RequestLine::Kind::reject) return send_error(res, 400, line.message);
     if (line.kind == RequestLine::Kind::cancel)

@@ -91,6 +91,7 @@ class Server {
   std::unique_ptr<EngineLoop> loop_;
   std::unique_ptr<HttpServer> http_;
   nlohmann::json model_;  // /v1/models' static part
+  std::atomic<uint64_t> next_id_{0};  // ids given to requests that bring none: mstar-1, mstar-2, ...
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   std::unique_ptr<Listener> listener_;
 
