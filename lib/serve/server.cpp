@@ -211,7 +211,8 @@ void Server::routes() {
       // (Cancellations and operations are refused below as they are.)
       if (!j.contains("id") && !j.contains("cancel") && !j.contains("op"))
         j["id"] = fmt::format("mstar-{}", next_id_.fetch_add(1) + 1);
-      if (const auto id = j.find("id"); id->is_string()) res.set_header("X-Request-Id", id->get<std::string>());
+      if (const auto id = j.find("id"); id != j.end() && id->is_string())
+        res.set_header("X-Request-Id", id->get<std::string>());
     }
     // Then exactly a request line of mstar-run: its "arrival" (a step number,
     // for reproducible runs) is checked and dropped; a request arrives here when it arrives.
