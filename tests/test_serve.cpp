@@ -700,6 +700,10 @@ TEST_CASE("serve: a certificate or key that does not do is refused before the mo
                        InputError);
   CHECK_THROWS_WITH_AS(refused(cert, ""), "--ssl-cert and --ssl-key go together: HTTPS needs the certificate and its key",
                        ConfigError);
+  serve::ServeOptions spaced;
+  spaced.api_key = "two words";
+  CHECK_THROWS_WITH_AS(serve::Server(d, spaced), doctest::Contains("ServeOptions::api_key: the API key holds byte 0x20"),
+                       InputError);
 }
 
 TEST_CASE("serve: loopback addresses are told from the others") {

@@ -94,6 +94,9 @@ Server::Server(const ResolvedDeployment& d, ServeOptions options) : options_(std
   if (options_.stream_buffer < 1) throw ConfigError("--stream-buffer must be at least 1");
   if (options_.ssl_cert.empty() != options_.ssl_key.empty())
     throw ConfigError("--ssl-cert and --ssl-key go together: HTTPS needs the certificate and its key");
+  // A key that could not travel in a header as written would lock every
+  // client out (mstar-serve checks it too, naming its option).
+  if (!options_.api_key.empty()) check_api_key(options_.api_key, "ServeOptions::api_key");
   // Before the weights load: a certificate that does not do is known at once.
   if (!options_.ssl_cert.empty()) tls_ = std::make_unique<TlsContext>(options_.ssl_cert, options_.ssl_key);
   loop_ = std::make_unique<EngineLoop>(d, LoopOptions{options_.max_queue, options_.stream_buffer, options_.loading},
