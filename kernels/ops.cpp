@@ -183,8 +183,11 @@ void embed(Backend b, const EmbedParams& p) {
   const OpTable& t = op_table(b, op);
   check(p.layout == WeightLayout::rows || t.pair_panels, op,
         fmt::format("the {} backend reads row-major tables only", to_string(b)));
-  check(p.dtype == DType::f32 || p.dtype == DType::f16 || p.dtype == DType::bf16, op,
-        fmt::format("tables are f32, f16 or bf16, got {}", to_string(p.dtype)));
+  check(t.takes_weights(p.dtype), op,
+        fmt::format("the {} backend reads no table of dtype {}", to_string(b), to_string(p.dtype)));
+  check(fits_blocks(p.dtype, p.width), op,
+        fmt::format("a table of dtype {} comes in blocks of {}, which do not divide width = {}", to_string(p.dtype),
+                    dtype_traits(p.dtype).block, p.width));
   check(p.layout == WeightLayout::rows || p.vocab > 0, op,
         fmt::format("a table laid out as {} needs its vocab, got {}", layout_name(p.layout), p.vocab));
   t.embed(p);

@@ -9,6 +9,7 @@
 // to the list in tests/CMakeLists.txt.
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "choice_args.h"

@@ -2,8 +2,11 @@
 // Shared test helpers: seeded random numbers and the naive oracle.
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <vector>
+
+#include "core/dtype.h"
 
 namespace mstar::test {
 
@@ -42,6 +45,25 @@ inline std::vector<float> naive_attention(const float* q, const std::vector<cons
     out[static_cast<size_t>(d)] = static_cast<float>(acc / den);
   }
   return out;
+}
+
+// `count` elements (whole blocks) of block type dt (core/ggml_blocks.h):
+// random bytes, each block's f16 scales then set to finite values near
+// 1/64 of either sign (random bits could be an infinity or a NaN).
+inline std::vector<unsigned char> random_blocks(Rng& rng, DType dt, int64_t count) {
+  const DTypeTraits& d = dtype_traits(dt);
+  std::vector<unsigned char> b(row_bytes(dt, count));
+  for (auto& c : b) c = static_cast<unsigned char>(rng.uniform(0, 255));
+  // Where each format keeps its scales in a block.
+  const std::vector<int64_t> scales = dt == DType::q6_k                       ? std::vector<int64_t>{208}
+                                      : dt == DType::q4_k || dt == DType::q5_k ? std::vector<int64_t>{0, 2}
+                                                                               : std::vector<int64_t>{0};
+  for (int64_t at = 0; at < static_cast<int64_t>(b.size()); at += d.block_bytes)
+    for (int64_t s : scales) {
+      const uint16_t h = f32_to_f16(static_cast<float>(rng.uniform(-64, 64)) / 4096.0f + 1.0f / 128);
+      std::memcpy(b.data() + at + s, &h, 2);
+    }
+  return b;
 }
 
 inline float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {

@@ -131,6 +131,54 @@ TEST_CASE("matmul: the instruction set's panels and packed tiles agree with the 
       check_matmul({1, in, 97, DType::bf16, !accumulate, accumulate, 2}, test::isa_under_test(), MatmulPath::panels);
 }
 
+// ggml's block types (core/ggml_blocks.h) through the instruction set's
+// block_panel, whichever path is named (block types have only the panels),
+// against the reference: rows past a register tile, several 512-element
+// runs of a row, columns past a tile, f32 and bf16 activations.
+TEST_CASE("matmul: the instruction set's block bodies agree with the reference") {
+  for (DType dt : {DType::q8_0, DType::q4_0, DType::q4_k, DType::q5_k, DType::q6_k})
+    for (int64_t rows : {1, 5, 17})
+      for (int64_t in : {256, 1280})
+        for (DType x_dtype : {DType::f32, DType::bf16}) {
+          CAPTURE(to_string(dt));
+          CAPTURE(rows);
+          CAPTURE(in);
+          CAPTURE(to_string(x_dtype));
+          const int64_t out = 37, xs = in + 3, ys = out + 5;
+          test::Rng rng(static_cast<uint64_t>(rows * 7919 + in));
+          const std::vector<float> x = rng.normals(static_cast<size_t>(rows * xs));
+          const std::vector<unsigned char> w = test::random_blocks(rng, dt, out * in);
+          std::vector<float> wide(static_cast<size_t>(out * in));  // [out, in]: w as f32
+          dtype_traits(dt).to_f32(w.data(), wide.data(), out * in);
+          const std::vector<float> bias = rng.normals(static_cast<size_t>(out));
+          const std::vector<float> y0 = rng.normals(static_cast<size_t>(rows * ys));
+          std::vector<float> want = y0, got = y0;
+          MatmulParams p;
+          p.rows = rows, p.in = in, p.out = out, p.x = x.data(), p.x_stride = xs, p.x_dtype = x_dtype;
+          p.w = w.data(), p.w_dtype = dt, p.bias = bias.data(), p.y_stride = ys, p.accumulate = rows % 2 == 1;
+          p.threads = 2;
+          p.y = want.data();
+          matmul_reference(p);
+          for (MatmulPath path : {MatmulPath::panels, MatmulPath::packed}) {
+            got = y0;
+            p.y = got.data();
+            matmul_cpu_path(p, test::isa_under_test(), path);
+            for (int64_t r = 0; r < rows; ++r)
+              for (int64_t o = 0; o < ys; ++o) {
+                const size_t i = static_cast<size_t>(r * ys + o);
+                if (o >= out) {
+                  REQUIRE(got[i] == y0[i]);
+                  continue;
+                }
+                double mag = std::fabs(p.accumulate ? y0[i] : 0.0f) + std::fabs(bias[static_cast<size_t>(o)]);
+                for (int64_t k = 0; k < in; ++k)
+                  mag += std::fabs(x[static_cast<size_t>(r * xs + k)] * wide[static_cast<size_t>(o * in + k)]);
+                REQUIRE(std::fabs(got[i] - want[i]) <= 1e-5 * mag + 1e-6);
+              }
+          }
+        }
+}
+
 // Weights as pair panels (weight_layout.h): every set reads them, for any
 // rows and whichever path is named (the panels take them all): out 5, 17,
 // 48 and 97 end in a part panel (masked on AVX-512: part of the first

@@ -24,7 +24,7 @@
 #include "tokenizer/pre_tokenizer.h"
 #include "tokenizer/regex.h"
 #include "tokenizer/tokenizer.h"
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
 using namespace mstar;
 using nlohmann::json;
@@ -228,7 +228,7 @@ TEST_CASE("tokenizer: streaming decode never splits a character") {
   for (int32_t id : ids) {
     const std::string piece = stream.push(id);
     CAPTURE(shown(piece));
-    CHECK(tok::find_invalid_utf8(piece) == tok::kValidUtf8);
+    CHECK(find_invalid_utf8(piece) == kValidUtf8);
     CHECK(piece.find("\xEF\xBF\xBD") == std::string::npos);
     held += piece.empty();
     joined += piece;
@@ -512,9 +512,9 @@ TEST_CASE("tokenizer: the merge scan and the merge queue agree") {
 TEST_CASE("tokenizer: NFC leaves text below U+0300 as it is and composes above") {
   for (char32_t cp = 1; cp < 0x300; ++cp) {
     std::string s;
-    tok::append_utf8(s, cp);
+    append_utf8(s, cp);
     s += "a";
-    tok::append_utf8(s, cp);
+    append_utf8(s, cp);
     CHECK(tok::nfc(s) == s);
   }
   CHECK(tok::nfc("e\u0301") == "\u00e9");
@@ -526,7 +526,7 @@ TEST_CASE("tokenizer: NFC leaves text below U+0300 as it is and composes above")
 TEST_CASE("tokenizer: lossy UTF-8 replaces each maximal ill-formed part with one U+FFFD") {
   auto lossy = [](std::string_view s) {
     std::string out;
-    CHECK(tok::append_lossy_utf8(s, true, out) == s.size());
+    CHECK(append_lossy_utf8(s, true, out) == s.size());
     return out;
   };
   const std::string r = "\xEF\xBF\xBD";
@@ -538,7 +538,7 @@ TEST_CASE("tokenizer: lossy UTF-8 replaces each maximal ill-formed part with one
   CHECK(lossy("\xF0\x9F\x98") == r);
   CHECK(lossy("ok") == "ok");
   std::string out;
-  CHECK(tok::append_lossy_utf8("a\xF0\x9F\x98", false, out) == 1);
+  CHECK(append_lossy_utf8("a\xF0\x9F\x98", false, out) == 1);
   CHECK(out == "a");
 }
 

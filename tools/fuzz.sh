@@ -2,7 +2,7 @@
 # Runs mstar's libFuzzer harnesses (fuzz/) over corpora seeded from the
 # tree's own inputs (tests/data, the shipped configs and models, fuzz/data).
 #
-#   tools/fuzz.sh --ci              every harness for 30 s (what .ci/run does)
+#   tools/fuzz.sh --ci              every harness for 20 s (what .ci/run does)
 #   tools/fuzz.sh HOURS             every harness for HOURS / 10 hours, in turn
 #   tools/fuzz.sh --seconds N [--only NAME]...   every (or the named) harness for N s
 #
@@ -16,7 +16,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-seconds=30
+seconds=20
 only=()
 case "${1:-}" in
   --ci) shift ;;
@@ -32,7 +32,7 @@ while [ $# -gt 0 ]; do
 done
 
 harnesses=(fuzz_deployment fuzz_manifest fuzz_set fuzz_requests fuzz_safetensors fuzz_shard_index fuzz_hf_config
-           fuzz_tokenizer fuzz_replay fuzz_snapshot)
+           fuzz_gguf fuzz_tokenizer fuzz_replay fuzz_snapshot)
 [ ${#only[@]} -gt 0 ] && harnesses=("${only[@]}")
 
 cmake --preset fuzz >/dev/null
@@ -67,6 +67,17 @@ for f in $(find tests/data/hf -name '*.safetensors' -size -32k); do seed fuzz_sa
 for f in $(find tests/data/hf -name '*.index.json'); do seed fuzz_shard_index "$f"; done
 for f in $(find tests/data/hf models/hf-demo-qwen2 -name config.json); do seed fuzz_hf_config "$f" '\000'; seed fuzz_hf_config "$f" '\002'; done
 for f in $(find tests/data/hf models/hf-demo-qwen2 -name generation_config.json); do seed fuzz_hf_config "$f" '\001'; done
+# GGUF seeds from the independent converter: the small goldens, f32 and
+# quantised, each for both families (the first byte picks llama or qwen2).
+ggufs=$(mktemp -d)
+for d in llama-tied-f32 qwen2-bias-bf16; do
+  for t in f32 q8_0; do
+    python3 tools/hf_to_gguf.py "tests/data/hf/$d" "$ggufs/$d-$t.gguf" --outtype "$t" >/dev/null
+    seed fuzz_gguf "$ggufs/$d-$t.gguf" '\000'
+    seed fuzz_gguf "$ggufs/$d-$t.gguf" '\001'
+  done
+done
+rm -rf "$ggufs"
 for f in fuzz/data/tokenizer-*.json tests/data/tokenizer/broken/tokenizer.json; do seed fuzz_tokenizer "$f"; done
 for f in tests/data/*.json; do seed fuzz_replay "$f"; done
 # Snapshot seeds: streams saved by mstar-run from the fuzz deployments.

@@ -2,17 +2,74 @@
 """hf_to_gguf.py - convert a Hugging Face llama / qwen2 checkpoint folder to GGUF v3.
 
 Purpose: run llama.cpp (the peer engine, see docs/peer-llama-cpp.md) on the very
-same weights that mstar loads, so the two can be measured side by side.
-Needs only the Python standard library and numpy.
+same weights that mstar loads, so the two can be measured side by side, and
+give mstar's GGUF reader (docs/gguf.md) files made by an implementation of its
+own, written from the GGUF and ggml definitions, to be tested against.
+Needs only the Python standard library and numpy; the block encodings are
+tools/gguf_blocks.py, and tools/gguf_dump.py reads the result back.
 
 Usage:
-    python3 tools/hf_to_gguf.py HF_DIR OUT.gguf [--outtype f16|bf16|f32] [--name NAME]
+    python3 tools/hf_to_gguf.py HF_DIR OUT.gguf [--outtype TYPE] [--name NAME]
+        [--tokenizer synthetic|hf] [--tokenizer-dir DIR]
 
 HF_DIR holds config.json and either model.safetensors or the shards listed in
 model.safetensors.index.json.  Source tensors may be F32, F16 or BF16.
 config.json's model_type must be "llama" or "qwen2".
 
-What is written (GGUF v3, little-endian, alignment 32):
+--outtype (default f16) sets the type of the 2-D tensors and general.file_type
+(llama_ftype):
+
+    f32 (0)   f16 (1)   bf16 (32)   q8_0 (7)   q4_0 (2)
+    q4_k (14) q5_k (16) q6_k (18)   every 2-D tensor of that type; 14 and 16
+                                    are llama_ftype's Q4_K_S / Q5_K_S numbers
+    q4_k_m (15)  llama.cpp's Q4_K_M mix: Q6_K for output.weight (for
+              token_embd.weight instead when the embeddings are tied, since
+              llama.cpp then uses it as the output), Q6_K for attn_v and
+              ffn_down on the layers of llama.cpp's use_more_bits rule (i <
+              n/8, i >= 7n/8, or (i - n/8) % 3 == 2, integer division),
+              Q4_K for every other 2-D tensor.
+
+A 2-D tensor whose rows (ne[0], the input dimension) are not whole blocks of
+its type (32 for q8_0/q4_0, 256 for the K types) is written as f16 instead,
+with a warning on stderr, as llama.cpp's converter does.  1-D tensors (norms,
+biases, rope_freqs) are always f32.  Quantised files also carry
+general.quantization_version = 2.  Quantisation follows ggml's reference
+quantisers (see tools/gguf_blocks.py; llama-quantize without an importance
+matrix runs the same ones).  The plain q4_k/q5_k types are not llama.cpp's
+_S mixes (which move a few tensors to other types); the file_type number is
+only a label, llama.cpp reads each tensor's own type.
+
+--tokenizer picks the vocabulary written; the default is hf when the tokenizer
+folder (HF_DIR, or --tokenizer-dir DIR) has a tokenizer.json that is a
+byte-level BPE, else synthetic (with a warning when a tokenizer.json of
+another kind was passed over).  --tokenizer-dir implies hf.
+  * hf: a gpt2-style vocabulary, as llama.cpp's converter writes one for BPE
+    models: tokenizer.ggml.model = "gpt2", tokenizer.ggml.pre = "llama-bpe"
+    (llama, i.e. llama3-style) or "qwen2"; tokenizer.ggml.tokens with one
+    entry per id 0..vocab_size-1 from model.vocab and added_tokens (ids with
+    no token become "[PAD<id>]"); token_type 1 normal, 3 control (added,
+    special), 4 user-defined (added, not special), 5 unused (padding);
+    tokenizer.ggml.merges as "a b" strings (pairs are joined; a space inside
+    a part is written as U+0120, its byte-level form); bos/eos ids from
+    config.json, else tokenizer_config.json's bos_token / eos_token looked up
+    in the vocabulary (a disagreement is warned about; config.json wins);
+    add_bos_token / add_eos_token from tokenizer_config.json when it has
+    them, else true when tokenizer.json's post_processor (a
+    TemplateProcessing, possibly inside a Sequence) puts the bos token
+    before / the eos token after the sequence (llama3 adds BOS that way);
+    tokenizer.chat_template when tokenizer_config.json has one.  The vocab
+    size is the model's (embed_tokens' rows): a tokenizer with an id beyond it
+    is refused.  Other tokenizers (WordPiece, sentencepiece-style BPE with
+    byte_fallback) are refused with --tokenizer hf.
+  * synthetic: placeholder tokens (the checkpoint's real tokenizer is not
+    converted): tokenizer.ggml.model = "llama" (sentencepiece-style), one token
+    per id named "<tN>", byte tokens "<0x00>".."<0xFF>" on the first 256 ids
+    that are not special (only "<0x0A>" in a vocabulary too small for all
+    256; llama.cpp looks the newline token up at load time), bos/eos ids from
+    config.json marked as control tokens, add_bos/add_eos false.  Good for
+    benchmarking and for feeding token ids; text prompts are meaningless.
+
+What else is written (GGUF v3, little-endian, alignment 32):
   * metadata: general.architecture (llama | qwen2), general.name,
     general.file_type, {arch}.context_length / embedding_length / block_count /
     feed_forward_length / attention.head_count / attention.head_count_kv /
@@ -24,20 +81,14 @@ What is written (GGUF v3, little-endian, alignment 32):
         head_dim/2 entries) of per-frequency divisors, computed from the llama3
         formula: factor_i = inv_freq_i / inv_freq_llama3_i, which llama.cpp's
         rope divides each rotation frequency by.
-  * a SYNTHETIC tokenizer (the checkpoint's real tokenizer is not converted):
-    tokenizer.ggml.model = "llama" (sentencepiece-style), one token per id named
-    "<tN>", byte tokens "<0x00>".."<0xFF>" on the first 256 ids that are not
-    special (only "<0x0A>" in a vocabulary too small for all 256; llama.cpp
-    looks the newline token up at load time), bos/eos ids from
-    config.json marked as control tokens, add_bos/add_eos false.  Good for
-    benchmarking and for feeding token ids; text prompts are meaningless.
   * tensors, in llama.cpp's names: token_embd, blk.N.attn_norm, attn_q/k/v
     (+ .bias when the checkpoint has them: qwen2, or llama with
     attention_bias), attn_output, ffn_norm, ffn_gate/up/down, output_norm,
     and output.weight unless the embeddings are tied (then llama.cpp reuses
-    token_embd).  1-D tensors (norms, biases, rope_freqs) are always f32; 2-D
-    tensors get --outtype (bf16 is rounded to nearest even from f32/f16
-    sources and copied bit-exactly from bf16 sources).
+    token_embd).  bf16 is rounded to nearest even from f32/f16 sources and
+    copied bit-exactly from bf16 sources; f16 likewise from f16 sources.
+    Each tensor's data starts at a multiple of 32 bytes from the start of the
+    data section (itself 32-aligned), padded with zeros.
 
 Rotary layout (llama only): Hugging Face's llama applies rope with rotate_half,
 pairing dimension i with i + D/2 inside each head of size D.  llama.cpp's llama
@@ -54,8 +105,9 @@ not permuted.
 
 The file is written in one streaming pass: header, metadata and tensor table
 first (sizes are known from the safetensors headers), then each tensor is read
-from its memory-mapped shard, converted in row chunks and written, so peak
-memory stays near one tensor (a q/k projection is permuted whole).
+from its memory-mapped shard, converted in chunks of whole rows (quantisation
+blocks never straddle rows) and written, so peak memory stays near one tensor
+(a q/k projection is permuted whole, before it is quantised).
 """
 
 import argparse
@@ -65,7 +117,10 @@ import os
 import struct
 import sys
 
-import numpy as np
+sys.dont_write_bytecode = True  # keep the source tree free of __pycache__
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gguf_blocks as gb  # noqa: E402  (first: it finds a python3 with numpy)
+import numpy as np  # noqa: E402
 
 GGUF_MAGIC = b"GGUF"
 GGUF_VERSION = 3
@@ -76,14 +131,24 @@ T_UINT8, T_INT8, T_UINT16, T_INT16, T_UINT32, T_INT32, T_FLOAT32, T_BOOL, \
     T_STRING, T_ARRAY, T_UINT64, T_INT64, T_FLOAT64 = range(13)
 
 # ggml tensor types
-GGML_F32, GGML_F16, GGML_BF16 = 0, 1, 30
-# llama_ftype (general.file_type)
-FTYPE = {"f32": 0, "f16": 1, "bf16": 32}
-OUT_GGML = {"f32": GGML_F32, "f16": GGML_F16, "bf16": GGML_BF16}
-ELEM_SIZE = {GGML_F32: 4, GGML_F16: 2, GGML_BF16: 2}
+GGML_F32, GGML_F16, GGML_BF16 = gb.F32, gb.F16, gb.BF16
+# --outtype -> (ggml type of the 2-D tensors, llama_ftype written as general.file_type)
+OUTTYPES = {
+    "f32": (gb.F32, 0),
+    "f16": (gb.F16, 1),
+    "bf16": (gb.BF16, 32),
+    "q8_0": (gb.Q8_0, 7),
+    "q4_0": (gb.Q4_0, 2),
+    "q4_k": (gb.Q4_K, 14),     # LLAMA_FTYPE_MOSTLY_Q4_K_S
+    "q5_k": (gb.Q5_K, 16),     # LLAMA_FTYPE_MOSTLY_Q5_K_S
+    "q6_k": (gb.Q6_K, 18),
+    "q4_k_m": (gb.Q4_K, 15),   # the mix: see choose_type
+}
+QUANTISED = {gb.Q8_0, gb.Q4_0, gb.Q4_K, gb.Q5_K, gb.Q6_K}
+GGML_QNT_VERSION = 2
 
 # token types (llama_token_type)
-TOK_NORMAL, TOK_UNKNOWN, TOK_CONTROL, TOK_BYTE = 1, 2, 3, 6
+TOK_NORMAL, TOK_UNKNOWN, TOK_CONTROL, TOK_USER_DEFINED, TOK_UNUSED, TOK_BYTE = 1, 2, 3, 4, 5, 6
 
 CHUNK_ELEMS = 1 << 24  # convert big tensors this many elements at a time
 
@@ -141,28 +206,13 @@ def to_f32(a, dt):
     return a.astype(np.float32)
 
 
-def f32_to_bf16_bits(a):
-    """float32 -> bf16 bit pattern (uint16), round to nearest even, NaN kept quiet."""
-    u = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32)
-    r = ((u + np.uint32(0x7FFF) + ((u >> 16) & np.uint32(1))) >> 16).astype(np.uint16)
-    nan = (u & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000)
-    if nan.any():
-        r[nan] = ((u[nan] >> 16) | np.uint32(0x40)).astype(np.uint16)
-    return r
-
-
 def convert_block(a, dt, gtype):
-    """Convert a block of source values to the bytes of ggml type gtype."""
+    """Convert a block of source values (whole rows) to the bytes of ggml type gtype."""
     if gtype == GGML_BF16 and dt == "BF16":
         return np.ascontiguousarray(a).tobytes()
     if gtype == GGML_F16 and dt == "F16":
         return np.ascontiguousarray(a).tobytes()
-    f = to_f32(a, dt)
-    if gtype == GGML_F32:
-        return np.ascontiguousarray(f, dtype="<f4").tobytes()
-    if gtype == GGML_F16:
-        return np.ascontiguousarray(f.astype("<f2")).tobytes()
-    return f32_to_bf16_bits(f).tobytes()
+    return gb.quantize(to_f32(np.asarray(a), dt), gtype).tobytes()
 
 
 def rope_permute(a, n_heads):
@@ -205,7 +255,7 @@ class Tensor:
         self.np_shape = tuple(np_shape)   # row-major (numpy) shape
         self.gtype = gtype
         self.produce = produce            # generator of byte blocks
-        self.nbytes = ELEM_SIZE[gtype] * int(np.prod(self.np_shape))
+        self.nbytes = gb.nbytes(gtype, int(np.prod(self.np_shape)))
 
 
 def pad(n):
@@ -234,11 +284,10 @@ def write_gguf(path, kvs, tensors):
                 raise RuntimeError(f"{t.name}: wrote {written} bytes, expected {t.nbytes}")
             f.write(b"\0" * pad(t.nbytes))
             print(f"[{i + 1:4d}/{len(tensors)}] {t.name:32s} {str(t.np_shape):20s} "
-                  f"{ {GGML_F32: 'f32', GGML_F16: 'f16', GGML_BF16: 'bf16'}[t.gtype]}",
-                  file=sys.stderr)
+                  f"{gb.type_name(t.gtype).lower()}", file=sys.stderr)
 
 
-# ----------------------------------------------------------------- model mapping
+# ----------------------------------------------------------------- helpers
 def first_int(v):
     if isinstance(v, list):
         v = v[0] if v else None
@@ -285,12 +334,233 @@ def synthetic_vocab(n_vocab, specials):
     return tokens, scores, types
 
 
-def build(hf_dir, outtype, name):
+def use_more_bits(i_layer, n_layer):
+    """llama.cpp's rule for the layers whose attn_v / ffn_down get more bits in the
+    _M mixes: the first eighth, the last eighth, and every third layer between."""
+    return (i_layer < n_layer // 8 or i_layer >= 7 * n_layer // 8
+            or (i_layer - n_layer // 8) % 3 == 2)
+
+
+def choose_type(outtype, gg_name, np_shape, layer, n_layer, tied):
+    """ggml type of one tensor, and a note when it had to fall back to f16."""
+    if len(np_shape) == 1:
+        return GGML_F32, None
+    base = OUTTYPES[outtype][0]
+    gtype = base
+    if outtype == "q4_k_m":
+        if gg_name == "output.weight" or (tied and gg_name == "token_embd.weight"):
+            gtype = gb.Q6_K   # llama.cpp treats the tied embedding as the output tensor
+        elif layer is not None and gg_name.endswith((".attn_v.weight", ".ffn_down.weight")) \
+                and use_more_bits(layer, n_layer):
+            gtype = gb.Q6_K
+    ne0 = np_shape[-1]
+    bs = gb.block_size(gtype)
+    if ne0 % bs:
+        return GGML_F16, (f"{gg_name}: row length {ne0} is not a multiple of {bs}, "
+                          f"the {gb.type_name(gtype)} block; falling back to f16")
+    return gtype, None
+
+
+# ----------------------------------------------------------------- tokenizers
+def synthetic_kvs(cfg, n_vocab):
+    bos = first_int(cfg.get("bos_token_id"))
+    eos = first_int(cfg.get("eos_token_id"))
+    unk = next(i for i in range(n_vocab) if i not in (bos, eos))
+    tokens, scores, types = synthetic_vocab(n_vocab, {"unk": unk, "s": bos, "/s": eos})
+    kvs = [
+        ("tokenizer.ggml.model", T_STRING, "llama", None),
+        ("tokenizer.ggml.tokens", T_ARRAY, tokens, T_STRING),
+        ("tokenizer.ggml.scores", T_ARRAY, scores, T_FLOAT32),
+        ("tokenizer.ggml.token_type", T_ARRAY, types, T_INT32),
+        ("tokenizer.ggml.unknown_token_id", T_UINT32, unk, None),
+        ("tokenizer.ggml.add_bos_token", T_BOOL, False, None),
+        ("tokenizer.ggml.add_eos_token", T_BOOL, False, None),
+    ]
+    if bos is not None:
+        kvs.append(("tokenizer.ggml.bos_token_id", T_UINT32, bos, None))
+    if eos is not None:
+        kvs.append(("tokenizer.ggml.eos_token_id", T_UINT32, eos, None))
+    return kvs
+
+
+def _token_text(v):
+    """tokenizer_config.json spells a special token as a string or {"content": ...}."""
+    if isinstance(v, dict):
+        v = v.get("content")
+    return v if isinstance(v, str) else None
+
+
+def _templates(pp):
+    """Every TemplateProcessing inside a post_processor (possibly a Sequence)."""
+    if not isinstance(pp, dict):
+        return []
+    if pp.get("type") == "TemplateProcessing":
+        return [pp]
+    if pp.get("type") == "Sequence":
+        return [t for sub in pp.get("processors", []) for t in _templates(sub)]
+    return []
+
+
+def _template_adds(pp, tok_id, ids_of):
+    """(before, after): whether the single-sequence template puts token tok_id
+    before / after the sequence."""
+    before = after = False
+    if tok_id is None:
+        return before, after
+    for t in _templates(pp):
+        seen_seq = False
+        specials = t.get("special_tokens") or {}
+        for item in t.get("single") or []:
+            if "Sequence" in item:
+                seen_seq = True
+                continue
+            sp = item.get("SpecialToken")
+            if not sp:
+                continue
+            name = sp.get("id")
+            ids = (specials.get(name) or {}).get("ids") or []
+            if tok_id in ids or ids_of.get(name) == tok_id:
+                if seen_seq:
+                    after = True
+                else:
+                    before = True
+    return before, after
+
+
+class NotByteLevelBPE(Exception):
+    pass
+
+
+def hf_tokenizer_kvs(tok_dir, cfg, arch, n_vocab):
+    """gpt2-style (byte-level BPE) vocabulary from tokenizer.json, as llama.cpp's
+    converter writes it for BPE models.  Raises NotByteLevelBPE for any other
+    kind of tokenizer."""
+    path = os.path.join(tok_dir, "tokenizer.json")
+    if not os.path.exists(path):
+        sys.exit(f"error: --tokenizer hf: no tokenizer.json in {tok_dir}")
+    tc_path = os.path.join(tok_dir, "tokenizer_config.json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            tj = json.load(f)
+        tc = {}
+        if os.path.exists(tc_path):
+            with open(tc_path, encoding="utf-8") as f:
+                tc = json.load(f)
+    except (OSError, ValueError) as e:
+        sys.exit(f"error: reading the tokenizer in {tok_dir}: {e}")
+    if not isinstance(tj, dict) or not isinstance(tc, dict):
+        sys.exit(f"error: {tok_dir}: tokenizer.json and tokenizer_config.json must hold JSON objects")
+    model = tj.get("model") or {}
+    if model.get("type") != "BPE" or model.get("byte_fallback"):
+        raise NotByteLevelBPE(f"{path}: model.type {model.get('type')!r}"
+                              f"{' with byte_fallback' if model.get('byte_fallback') else ''} is not "
+                              "a byte-level BPE (gpt2-style) tokenizer")
+    if "ByteLevel" not in json.dumps(tj.get("pre_tokenizer")) + json.dumps(tj.get("decoder")):
+        raise NotByteLevelBPE(f"{path}: no ByteLevel pre-tokenizer or decoder, so not a byte-level "
+                              "BPE (gpt2-style) tokenizer")
+
+    by_id = {}
+    for tok, tid in model.get("vocab", {}).items():
+        by_id[int(tid)] = tok
+    added = {}
+    for a in tj.get("added_tokens") or []:
+        tid = int(a["id"])
+        if tid in by_id and by_id[tid] != a["content"]:
+            print(f"warning: id {tid} is {by_id[tid]!r} in model.vocab and {a['content']!r} in "
+                  "added_tokens; using the added token", file=sys.stderr)
+        by_id[tid] = a["content"]
+        added[tid] = bool(a.get("special"))
+    if not by_id:
+        sys.exit(f"error: {path}: empty vocabulary")
+    top = max(by_id)
+    if top >= n_vocab or min(by_id) < 0:
+        sys.exit(f"error: the tokenizer in {tok_dir} has {len(by_id)} tokens with ids up to {top}, "
+                 f"more than the model's vocab_size {n_vocab} (ids 0..{n_vocab - 1})")
+    tokens, types = [], []
+    for i in range(n_vocab):
+        if i not in by_id:
+            tokens.append(f"[PAD{i}]")
+            types.append(TOK_UNUSED)
+        elif i in added:
+            tokens.append(by_id[i])
+            types.append(TOK_CONTROL if added[i] else TOK_USER_DEFINED)
+        else:
+            tokens.append(by_id[i])
+            types.append(TOK_NORMAL)
+    n_pad = n_vocab - len(by_id)
+    if n_pad:
+        print(f"tokenizer: {n_pad} ids without a token written as [PAD<id>] (unused)", file=sys.stderr)
+
+    merges = []
+    for m in model.get("merges") or []:
+        if isinstance(m, str):
+            merges.append(m)
+        else:
+            # a pair; a literal space inside a part is written as its byte-level
+            # form (U+0120) so that "a b" splits unambiguously at the space
+            a, b = m
+            merges.append(a.replace(" ", "\u0120") + " " + b.replace(" ", "\u0120"))
+
+    ids_of = {t: i for i, t in enumerate(tokens) if types[i] != TOK_UNUSED}
+
+    def special_id(key):
+        """config.json's id, else tokenizer_config.json's token looked up in the vocabulary."""
+        from_cfg = first_int(cfg.get(f"{key}_token_id"))
+        text = _token_text(tc.get(f"{key}_token"))
+        from_tc = ids_of.get(text) if text is not None else None
+        if text is not None and from_tc is None:
+            print(f"warning: tokenizer_config.json's {key}_token {text!r} is not in the vocabulary",
+                  file=sys.stderr)
+        if from_cfg is not None and from_tc is not None and from_cfg != from_tc:
+            print(f"warning: {key} token: config.json says id {from_cfg}, tokenizer_config.json says "
+                  f"{text!r} = id {from_tc}; writing config.json's", file=sys.stderr)
+        tid = from_cfg if from_cfg is not None else from_tc
+        if tid is not None and not 0 <= tid < n_vocab:
+            print(f"warning: {key}_token_id {tid} is outside the vocabulary; not written", file=sys.stderr)
+            tid = None
+        return tid
+
+    bos = special_id("bos")
+    eos = special_id("eos")
+    pp = tj.get("post_processor")
+    bos_before, _ = _template_adds(pp, bos, ids_of)
+    _, eos_after = _template_adds(pp, eos, ids_of)
+    add_bos = tc["add_bos_token"] if isinstance(tc.get("add_bos_token"), bool) else bos_before
+    add_eos = tc["add_eos_token"] if isinstance(tc.get("add_eos_token"), bool) else eos_after
+
+    kvs = [
+        ("tokenizer.ggml.model", T_STRING, "gpt2", None),
+        ("tokenizer.ggml.pre", T_STRING, "llama-bpe" if arch == "llama" else "qwen2", None),
+        ("tokenizer.ggml.tokens", T_ARRAY, tokens, T_STRING),
+        ("tokenizer.ggml.token_type", T_ARRAY, types, T_INT32),
+        ("tokenizer.ggml.merges", T_ARRAY, merges, T_STRING),
+    ]
+    if bos is not None:
+        kvs.append(("tokenizer.ggml.bos_token_id", T_UINT32, bos, None))
+    if eos is not None:
+        kvs.append(("tokenizer.ggml.eos_token_id", T_UINT32, eos, None))
+    kvs.append(("tokenizer.ggml.add_bos_token", T_BOOL, bool(add_bos), None))
+    kvs.append(("tokenizer.ggml.add_eos_token", T_BOOL, bool(add_eos), None))
+    if isinstance(tc.get("chat_template"), str):
+        kvs.append(("tokenizer.chat_template", T_STRING, tc["chat_template"], None))
+    print(f"tokenizer: gpt2 from {path}: {len(by_id)} tokens, {len(merges)} merges, "
+          f"bos {bos} eos {eos} add_bos {bool(add_bos)}", file=sys.stderr)
+    return kvs
+
+
+# ----------------------------------------------------------------- model mapping
+def build(hf_dir, outtype, name, tokenizer=None, tokenizer_dir=None):
     with open(os.path.join(hf_dir, "config.json")) as f:
         cfg = json.load(f)
     arch = cfg.get("model_type")
     if arch not in ("llama", "qwen2"):
         sys.exit(f"error: model_type {arch!r} is not supported (llama, qwen2)")
+    tok_dir = tokenizer_dir or hf_dir
+    auto = tokenizer is None
+    if auto:
+        tokenizer = "hf" if os.path.exists(os.path.join(tok_dir, "tokenizer.json")) else "synthetic"
+    if tokenizer == "synthetic" and tokenizer_dir is not None:
+        sys.exit("error: --tokenizer-dir goes with --tokenizer hf")
     st = SafeTensors(hf_dir)
 
     hidden = int(cfg["hidden_size"])
@@ -304,6 +574,9 @@ def build(hf_dir, outtype, name):
     theta = float(cfg.get("rope_theta", rope_params.get("rope_theta", 10000.0)))
     ctx_len = int(cfg.get("max_position_embeddings", 4096))
     n_vocab = int(st.shape("model.embed_tokens.weight")[0])
+    if cfg.get("vocab_size") is not None and int(cfg["vocab_size"]) != n_vocab:
+        print(f"warning: config.json's vocab_size {cfg['vocab_size']} differs from the "
+              f"{n_vocab} rows of embed_tokens; writing {n_vocab}", file=sys.stderr)
     if arch == "qwen2" and head_dim * n_head != hidden:
         sys.exit("error: llama.cpp's qwen2 needs head_dim * num_attention_heads == hidden_size")
     if arch == "qwen2" and cfg.get("use_sliding_window"):
@@ -326,7 +599,11 @@ def build(hf_dir, outtype, name):
     kvs = [
         ("general.architecture", T_STRING, arch, None),
         ("general.name", T_STRING, name or os.path.basename(os.path.abspath(hf_dir)), None),
-        ("general.file_type", T_UINT32, FTYPE[outtype], None),
+        ("general.file_type", T_UINT32, OUTTYPES[outtype][1], None),
+    ]
+    if OUTTYPES[outtype][0] in QUANTISED:
+        kvs.append(("general.quantization_version", T_UINT32, GGML_QNT_VERSION, None))
+    kvs += [
         (f"{A}.context_length", T_UINT32, ctx_len, None),
         (f"{A}.embedding_length", T_UINT32, hidden, None),
         (f"{A}.block_count", T_UINT32, n_layer, None),
@@ -345,51 +622,48 @@ def build(hf_dir, outtype, name):
         kvs += [(f"{A}.rope.scaling.type", T_STRING, "linear", None),
                 (f"{A}.rope.scaling.factor", T_FLOAT32, float(scaling["factor"]), None)]
 
-    bos = first_int(cfg.get("bos_token_id"))
-    eos = first_int(cfg.get("eos_token_id"))
-    unk = next(i for i in range(n_vocab) if i not in (bos, eos))
-    tokens, scores, types = synthetic_vocab(n_vocab, {"unk": unk, "s": bos, "/s": eos})
-    kvs += [
-        ("tokenizer.ggml.model", T_STRING, "llama", None),
-        ("tokenizer.ggml.tokens", T_ARRAY, tokens, T_STRING),
-        ("tokenizer.ggml.scores", T_ARRAY, scores, T_FLOAT32),
-        ("tokenizer.ggml.token_type", T_ARRAY, types, T_INT32),
-        ("tokenizer.ggml.unknown_token_id", T_UINT32, unk, None),
-        ("tokenizer.ggml.add_bos_token", T_BOOL, False, None),
-        ("tokenizer.ggml.add_eos_token", T_BOOL, False, None),
-    ]
-    if bos is not None:
-        kvs.append(("tokenizer.ggml.bos_token_id", T_UINT32, bos, None))
-    if eos is not None:
-        kvs.append(("tokenizer.ggml.eos_token_id", T_UINT32, eos, None))
+    tok_kvs = None
+    if tokenizer == "hf":
+        try:
+            tok_kvs = hf_tokenizer_kvs(tok_dir, cfg, arch, n_vocab)
+        except NotByteLevelBPE as e:
+            if not auto:
+                sys.exit(f"error: {e}; only those are converted (or use --tokenizer synthetic)")
+            print(f"warning: {e}; writing the synthetic tokenizer", file=sys.stderr)
+    kvs += tok_kvs if tok_kvs is not None else synthetic_kvs(cfg, n_vocab)
 
-    out_g = OUT_GGML[outtype]
     tensors = []
     used = set()
+    fallbacks = []
 
-    def add(hf_name, gg_name, permute_heads=None):
+    def add(hf_name, gg_name, permute_heads=None, layer=None):
         if hf_name not in st:
             sys.exit(f"error: missing tensor {hf_name}")
         used.add(hf_name)
         shape = st.shape(hf_name)
-        gtype = GGML_F32 if len(shape) == 1 else out_g
+        gtype, note = choose_type(outtype, gg_name, shape, layer, n_layer, tied)
+        if note:
+            print(f"warning: {note}", file=sys.stderr)
+            fallbacks.append(gg_name)
 
         def produce():
             a, dt = st.raw(hf_name)
-            if permute_heads is not None:
-                yield convert_block(rope_permute(np.asarray(a), permute_heads), dt, gtype)
-                return
             if a.ndim == 1:
+                if permute_heads is not None:
+                    a = rope_permute(np.asarray(a), permute_heads)
                 yield convert_block(np.asarray(a), dt, gtype)
                 return
+            if permute_heads is not None:
+                a = rope_permute(np.asarray(a), permute_heads)
+            # whole rows per step: quantisation blocks never straddle rows
             step = max(1, CHUNK_ELEMS // max(1, int(np.prod(a.shape[1:]))))
             for r in range(0, a.shape[0], step):
                 yield convert_block(np.asarray(a[r:r + step]), dt, gtype)
         tensors.append(Tensor(gg_name, shape, gtype, produce))
 
-    def add_optional(hf_name, gg_name, permute_heads=None):
+    def add_optional(hf_name, gg_name, permute_heads=None, layer=None):
         if hf_name in st:
-            add(hf_name, gg_name, permute_heads)
+            add(hf_name, gg_name, permute_heads, layer)
 
     add("model.embed_tokens.weight", "token_embd.weight")
     if rope_type == "llama3":
@@ -402,18 +676,18 @@ def build(hf_dir, outtype, name):
         p = f"model.layers.{i}."
         b = f"blk.{i}."
         add(p + "input_layernorm.weight", b + "attn_norm.weight")
-        add(p + "self_attn.q_proj.weight", b + "attn_q.weight", perm_q)
-        add_optional(p + "self_attn.q_proj.bias", b + "attn_q.bias", perm_q)
-        add(p + "self_attn.k_proj.weight", b + "attn_k.weight", perm_k)
-        add_optional(p + "self_attn.k_proj.bias", b + "attn_k.bias", perm_k)
-        add(p + "self_attn.v_proj.weight", b + "attn_v.weight")
-        add_optional(p + "self_attn.v_proj.bias", b + "attn_v.bias")
-        add(p + "self_attn.o_proj.weight", b + "attn_output.weight")
-        add_optional(p + "self_attn.o_proj.bias", b + "attn_output.bias")
+        add(p + "self_attn.q_proj.weight", b + "attn_q.weight", perm_q, i)
+        add_optional(p + "self_attn.q_proj.bias", b + "attn_q.bias", perm_q, i)
+        add(p + "self_attn.k_proj.weight", b + "attn_k.weight", perm_k, i)
+        add_optional(p + "self_attn.k_proj.bias", b + "attn_k.bias", perm_k, i)
+        add(p + "self_attn.v_proj.weight", b + "attn_v.weight", None, i)
+        add_optional(p + "self_attn.v_proj.bias", b + "attn_v.bias", None, i)
+        add(p + "self_attn.o_proj.weight", b + "attn_output.weight", None, i)
+        add_optional(p + "self_attn.o_proj.bias", b + "attn_output.bias", None, i)
         add(p + "post_attention_layernorm.weight", b + "ffn_norm.weight")
-        add(p + "mlp.gate_proj.weight", b + "ffn_gate.weight")
-        add(p + "mlp.up_proj.weight", b + "ffn_up.weight")
-        add(p + "mlp.down_proj.weight", b + "ffn_down.weight")
+        add(p + "mlp.gate_proj.weight", b + "ffn_gate.weight", None, i)
+        add(p + "mlp.up_proj.weight", b + "ffn_up.weight", None, i)
+        add(p + "mlp.down_proj.weight", b + "ffn_down.weight", None, i)
     add("model.norm.weight", "output_norm.weight")
     if not tied:
         add("lm_head.weight", "output.weight")
@@ -423,6 +697,9 @@ def build(hf_dir, outtype, name):
     skipped = sorted(n for n in st.entries if n not in used and not n.endswith("rotary_emb.inv_freq"))
     if skipped:
         print(f"warning: {len(skipped)} tensors not converted, e.g. {skipped[:4]}", file=sys.stderr)
+    if fallbacks:
+        print(f"warning: {len(fallbacks)} 2-D tensors written as f16 instead of {outtype}",
+              file=sys.stderr)
     return kvs, tensors
 
 
@@ -431,10 +708,17 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("hf_dir")
     ap.add_argument("out")
-    ap.add_argument("--outtype", choices=("f16", "bf16", "f32"), default="f16")
+    ap.add_argument("--outtype", choices=tuple(OUTTYPES), default="f16")
     ap.add_argument("--name", default=None, help="general.name (default: folder name)")
+    ap.add_argument("--tokenizer", choices=("synthetic", "hf"), default=None,
+                    help="hf: the checkpoint's tokenizer.json as a gpt2 vocabulary; synthetic: "
+                         "placeholder tokens (default: hf when tokenizer.json is there)")
+    ap.add_argument("--tokenizer-dir", default=None,
+                    help="take tokenizer.json / tokenizer_config.json from DIR (implies --tokenizer hf)")
     args = ap.parse_args()
-    kvs, tensors = build(args.hf_dir, args.outtype, args.name)
+    if args.tokenizer_dir is not None and args.tokenizer is None:
+        args.tokenizer = "hf"
+    kvs, tensors = build(args.hf_dir, args.outtype, args.name, args.tokenizer, args.tokenizer_dir)
     write_gguf(args.out, kvs, tensors)
     print(f"wrote {args.out}: {len(tensors)} tensors, {len(kvs)} metadata keys, "
           f"{os.path.getsize(args.out) / 2**20:.1f} MiB", file=sys.stderr)

@@ -11,6 +11,7 @@
 #include "core/dtype.h"
 #include "core/errors.h"
 #include "kernels/cpu/thread_pool.h"
+#include "kernels/op_table.h"
 
 namespace mstar::kernels {
 
@@ -346,8 +347,9 @@ void matmul_cpu(const MatmulParams& p) {
 
 void matmul_cpu_path(const MatmulParams& p, CpuIsa isa, MatmulPath path) {
   MSTAR_ASSERT(cpu_supports(isa), "matmul_cpu_path: this processor lacks the instruction set");
-  MSTAR_ASSERT(p.w_dtype == DType::f32 || p.w_dtype == DType::f16 || p.w_dtype == DType::bf16,
-               "matmul_cpu_path: weights are f32, f16 or bf16");
+  MSTAR_ASSERT(op_table(Backend::cpu, "matmul").takes_weights(p.w_dtype), "matmul_cpu_path: weights of a type it takes");
+  // Block types have one path: the panels' block_panel (matmul_cpu_impl.inc).
+  if (!is_element_type(p.w_dtype)) path = MatmulPath::panels;
   MSTAR_ASSERT(p.x_dtype == DType::f32 || p.x_dtype == DType::bf16, "matmul_cpu_path: activations are f32 or bf16");
   // Tiles are AMX on bf16 x bf16; asked of anything else, the packed path.
   const bool amx = isa == CpuIsa::amx_bf16 && p.x_dtype == DType::bf16 && p.w_dtype == DType::bf16;

@@ -57,6 +57,7 @@ constexpr int64_t kPanelMaxRowsAvx2 = 40;
 constexpr int64_t kTilesMinRows = 8;
 inline MatmulPath matmul_path(const MatmulParams& p, CpuIsa isa) {
   if (p.w_layout == WeightLayout::pair_panels) return MatmulPath::panels;  // any rows (matmul_panel below)
+  if (!is_element_type(p.w_dtype)) return MatmulPath::panels;  // block types: any rows (block_panel)
   if (isa == CpuIsa::amx_bf16 && p.x_dtype == DType::bf16 && p.w_dtype == DType::bf16 && p.rows >= kTilesMinRows)
     return MatmulPath::tiles;
   return p.rows <= (isa == CpuIsa::avx2 ? kPanelMaxRowsAvx2 : kPanelMaxRows) ? MatmulPath::panels

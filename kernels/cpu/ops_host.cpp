@@ -31,12 +31,10 @@ void embed_host(const EmbedParams& p) {
       pair_panel_row(p, p.ids[t], out);
       continue;
     }
-    const auto row = static_cast<size_t>(p.ids[t]) * static_cast<size_t>(p.width);
-    if (p.dtype == DType::f32) {
-      std::memcpy(out, static_cast<const float*>(p.table) + row, static_cast<size_t>(p.width) * sizeof(float));
-      continue;
-    }
-    for (int64_t i = 0; i < p.width; ++i) out[i] = load_as_f32(p.table, p.dtype, row + static_cast<size_t>(i));
+    // Any row of the traits, block types too: the dispatcher saw whole blocks.
+    dtype_traits(p.dtype).to_f32(
+        static_cast<const unsigned char*>(p.table) + row_bytes(p.dtype, static_cast<int64_t>(p.ids[t]) * p.width), out,
+        p.width);
   }
 }
 

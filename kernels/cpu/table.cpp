@@ -8,7 +8,20 @@ namespace mstar::kernels {
 
 namespace {
 
-bool cpu_weights(DType w) { return w == DType::f32 || w == DType::f16 || w == DType::bf16; }
+// The floats, and ggml's block types through their to_f32 (matmul_cpu_impl.inc, block_panel).
+bool cpu_weights(DType w) {
+  switch (w) {
+    case DType::f32:
+    case DType::f16:
+    case DType::bf16:
+    case DType::q8_0:
+    case DType::q4_0:
+    case DType::q4_k:
+    case DType::q5_k:
+    case DType::q6_k: return true;
+  }
+  return false;
+}
 
 // Pair panels where the best instruction set is avx512 or avx512_bf16
 // (measured faster there with `mstar-bench matmul`); amx_bf16's tiles read

@@ -49,15 +49,18 @@ void check_matmul_shape(const MatmulShape& s, bool cold, int64_t llc_bytes, cons
   // OpenBLAS takes every size as an int.
   if (s.rows > INT32_MAX || s.in > INT32_MAX || s.out > INT32_MAX)
     throw ConfigError(fmt::format("{}: a size passes int32", shape));
+  if (!fits_blocks(s.dtype, s.in))
+    throw ConfigError(fmt::format("{}: {} weights come in blocks of {}, which do not divide --in", shape,
+                                  to_string(s.dtype), dtype_traits(s.dtype).block));
   // What bench_matmul allocates, before allocating it: the weights' copies
   // (and their f32 widening when OpenBLAS is timed), x, y and x rounded in
   // f32, and each thread's packed block (no path's task is wider than
   // kernels::kPanelCols columns).
-  const int64_t es = static_cast<int64_t>(row_bytes(s.dtype, 1));
-  const int64_t wide = times_openblas(methods) ? 4 : 0;
+  const auto row = static_cast<int64_t>(row_bytes(s.dtype, s.in));  // bytes of one weight row
+  const int64_t wide = times_openblas(methods) ? 4 * s.in : 0;
   uint64_t bytes = UINT64_MAX;
-  if (checked_product({s.in, s.out, es}, uint64_t{1} << 62)) {  // weight_copies' arithmetic fits
-    const auto w = checked_product({s.in, s.out, weight_copies(s, cold, llc_bytes), es + wide});
+  if (checked_product({s.out, row}, uint64_t{1} << 62)) {  // weight_copies' arithmetic fits
+    const auto w = checked_product({s.out, weight_copies(s, cold, llc_bytes), row + wide});
     const auto x = checked_product({s.rows, 2 * s.in + s.out, 4});
     const auto packed = checked_product({s.threads, s.in, kernels::kPanelCols, 4});
     if (w && x && packed && *w <= UINT64_MAX - *x && *w + *x <= UINT64_MAX - *packed) bytes = *w + *x + *packed;
@@ -86,7 +89,15 @@ std::vector<MatmulResult> bench_matmul(const MatmulShape& s, bool cold, int repe
   const auto count = static_cast<size_t>(copies * s.in * s.out);
   std::vector<float> block(4099);  // repeated: fills GiBs fast; odd so rows differ
   for (auto& v : block) v = n(g);
-  for (size_t i = 0; i < count; ++i) store_from_f32(weights.data(), s.dtype, i, block[i % block.size()]);
+  // Filled through f32 a run at a time, so a block type holds what its
+  // quantiser makes of the values.
+  std::vector<float> run(std::size_t{1} << 15);  // a multiple of every block
+  for (size_t at = 0; at < count; at += run.size()) {
+    const size_t len = std::min(run.size(), count - at);
+    for (size_t i = 0; i < len; ++i) run[i] = block[(at + i) % block.size()];
+    convert(run.data(), DType::f32, static_cast<unsigned char*>(weights.data()) + row_bytes(s.dtype, static_cast<int64_t>(at)),
+            s.dtype, static_cast<int64_t>(len));
+  }
   // Activations from the engine's allocator too: 64-byte aligned, so two
   // threads writing neighbouring column panels never share a cache line
   // (from std::vector's 16-byte boundary they did at every panel edge).
@@ -113,7 +124,7 @@ std::vector<MatmulResult> bench_matmul(const MatmulShape& s, bool cold, int repe
   std::vector<float> wide;
   if (times_openblas(methods)) {
     wide.resize(count);
-    for (size_t i = 0; i < count; ++i) wide[i] = load_as_f32(weights.data(), s.dtype, i);
+    convert(weights.data(), s.dtype, wide.data(), DType::f32, static_cast<int64_t>(count));
   }
   const int64_t wide_floats = s.in * s.out;
 
@@ -126,6 +137,8 @@ std::vector<MatmulResult> bench_matmul(const MatmulShape& s, bool cold, int repe
     const kernels::WeightLayout want =
         m.starts_with("pair-panels") ? kernels::WeightLayout::pair_panels : kernels::WeightLayout::rows;
     if (!kernels::layout_fits(want, s.dtype, s.in)) continue;  // pair panels: bf16 with an even --in only
+    // Block types take the panels at any rows (block_panel): no packed or tiles path.
+    if (!is_element_type(s.dtype) && (m.starts_with("packed") || m.starts_with("tiles"))) continue;
     if (want != layout && !blas) {
       kernels::release_weights(Backend::cpu);
       for (int64_t c = 0; c < copies; ++c) {

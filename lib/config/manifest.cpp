@@ -12,7 +12,9 @@
 #include "config/yaml_read.h"
 #include "config/yaml_source.h"
 #include "core/errors.h"
+#include "core/gguf.h"
 #include "models/safetensors.h"
+#include "models/stored_tensors.h"
 
 namespace mstar {
 
@@ -123,16 +125,12 @@ void check_weights(const YAML::Node& at, YamlContext& ctx, ModelManifest& m, con
                                                  : fmt::format("checkpoint {}", m.checkpoint.string());
   const std::optional<std::string> want_dtype =
       m.checkpoint.empty() ? std::optional<std::string>(safetensors_name(m.weights.dtype)) : std::nullopt;
-  std::map<std::string, std::pair<SafetensorsEntry, std::string>> found;  // name -> (entry, file)
-  for (const auto& file : files) {
-    SafetensorsHeader h;
-    try {
-      h = read_safetensors_header(file);
-    } catch (const InputError& e) {
-      ctx.error(at, fmt::format("{}: {}", what, e.what()));
-      return;
-    }
-    for (const auto& [name, e] : h.tensors) found.emplace(name, std::make_pair(e, file.filename().string()));
+  std::map<std::string, StoredTensor> found;
+  try {
+    found = index_weights(files);
+  } catch (const InputError& e) {
+    ctx.error(at, fmt::format("{}: {}", what, e.what()));
+    return;
   }
   std::set<std::string> expected;
   // Tensors stored in another dtype than weights.dtype says, by that dtype:
@@ -145,13 +143,13 @@ void check_weights(const YAML::Node& at, YamlContext& ctx, ModelManifest& m, con
       ctx.error(at, fmt::format("{}: tensor '{}' is missing", label, t.name));
       continue;
     }
-    const SafetensorsEntry& e = it->second.first;
-    const std::optional<DType> dt = find_safetensors_dtype(e.dtype);
+    const StoredTensor& e = it->second;
+    const std::optional<DType> dt = e.dtype;
     const int64_t row = t.shape.empty() ? 1 : t.shape.back();
-    if (want_dtype && e.dtype != *want_dtype)
-      other_dtype[e.dtype].push_back(t.name);
+    if (want_dtype && e.stored_dtype != *want_dtype)
+      other_dtype[e.stored_dtype].push_back(t.name);
     else if (!dt)
-      ctx.error(at, fmt::format("{}: tensor '{}' has dtype {} (expected {})", label, t.name, e.dtype,
+      ctx.error(at, fmt::format("{}: tensor '{}' has dtype {} (expected {})", label, t.name, e.stored_dtype,
                                 safetensors_names()));
     else if (e.shape != t.shape)
       ctx.error(at, fmt::format("{}: tensor '{}' has shape [{}] but the architecture needs [{}]", label, t.name,
@@ -159,11 +157,11 @@ void check_weights(const YAML::Node& at, YamlContext& ctx, ModelManifest& m, con
     else if (!fits_blocks(*dt, row))
       ctx.error(at, fmt::format("{}: tensor '{}' is {}, whose blocks of {} do not divide its rows of {}", label,
                                 t.name, to_string(*dt), dtype_traits(*dt).block, row));
-    else if (e.end - e.begin != static_cast<uint64_t>(row_bytes(*dt, t.numel())))
-      ctx.error(at, fmt::format("{}: tensor '{}' holds {} bytes, not the {} its shape needs", label, t.name,
-                                e.end - e.begin, static_cast<uint64_t>(row_bytes(*dt, t.numel()))));
+    else if (e.bytes != static_cast<uint64_t>(row_bytes(*dt, t.numel())))
+      ctx.error(at, fmt::format("{}: tensor '{}' holds {} bytes, not the {} its shape needs", label, t.name, e.bytes,
+                                static_cast<uint64_t>(row_bytes(*dt, t.numel()))));
     else
-      m.weights_bytes += e.end - e.begin;
+      m.weights_bytes += e.bytes;
   }
   for (const auto& [stored, names] : other_dtype) {
     const std::optional<DType> dt = find_safetensors_dtype(stored);
@@ -284,13 +282,24 @@ std::optional<ModelManifest> load_manifest(const std::filesystem::path& path, co
       }
     }
   }
-  // The tokenizer: named, or the checkpoint folder's own.
+  // The tokenizer: named, or the checkpoint's own.
   const YAML::Node* tn = top->find("tokenizer");
   std::string tokenizer;
   if (tn && read_yaml(*tn, ctx, "tokenizer", tokenizer)) m.tokenizer_path = path.parent_path() / tokenizer;
   std::error_code ec;
   if (!tn && !m.checkpoint.empty() && std::filesystem::exists(m.checkpoint / "tokenizer.json", ec))
     m.tokenizer_path = m.checkpoint;
+  // A GGUF checkpoint's own, when it is one mstar reads (gpt2-style BPE:
+  // docs/gguf.md); with another, requests give token ids, as with a folder
+  // that has no tokenizer.json.
+  if (!tn && m.arch && std::filesystem::is_regular_file(m.checkpoint, ec) && is_gguf(m.checkpoint)) {
+    try {
+      const GgufValue* model = read_gguf(m.checkpoint).find("tokenizer.ggml.model");
+      if (model && model->type == GgufType::string && model->text == "gpt2") m.tokenizer_path = m.checkpoint;
+    } catch (const InputError& e) {  // the file changed since its architecture was read
+      ctx.error(*top->find("checkpoint"), fmt::format("checkpoint: {}", e.what()));
+    }
+  }
   if (!m.tokenizer_path.empty()) {
     const YAML::Node& at = tn ? *tn : *top->find("checkpoint");
     try {

@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "core/errors.h"
+#include "core/ggml_blocks.h"
 
 namespace mstar {
 
@@ -41,11 +42,16 @@ void bf16_from_f32_n(const float* src, void* dst, int64_t n) {
 constexpr int kMaxDTypes = 64;
 struct Table {
   std::array<DTypeTraits, kMaxDTypes> rows{{
-      {"f32", "float32", "F32", 1, 4, f32_to_f32, f32_from_f32},
-      {"f16", "float16", "F16", 1, 2, f16_to_f32_n, f16_from_f32_n},
-      {"bf16", "bfloat16", "BF16", 1, 2, bf16_to_f32_n, bf16_from_f32_n},
+      {"f32", "float32", "F32", 1, 4, f32_to_f32, f32_from_f32, 0},
+      {"f16", "float16", "F16", 1, 2, f16_to_f32_n, f16_from_f32_n, 1},
+      {"bf16", "bfloat16", "BF16", 1, 2, bf16_to_f32_n, bf16_from_f32_n, 30},
+      {"q8_0", "", "", kQ8_0Block, kQ8_0Bytes, q8_0_to_f32, q8_0_from_f32, 8},
+      {"q4_0", "", "", kQ4_0Block, kQ4_0Bytes, q4_0_to_f32, q4_0_from_f32, 2},
+      {"q4_k", "", "", kQKBlock, kQ4_KBytes, q4_k_to_f32, nullptr, 12},
+      {"q5_k", "", "", kQKBlock, kQ5_KBytes, q5_k_to_f32, nullptr, 13},
+      {"q6_k", "", "", kQKBlock, kQ6_KBytes, q6_k_to_f32, nullptr, 14},
   }};
-  std::atomic<int> count{3};
+  std::atomic<int> count{8};
   std::mutex registering;
 };
 Table& table() {
@@ -113,6 +119,12 @@ std::optional<DType> find_dtype(std::string_view text) {
 std::optional<DType> find_safetensors_dtype(std::string_view text) {
   for (DType t : all_dtypes())
     if (!text.empty() && dtype_traits(t).safetensors == text) return t;
+  return std::nullopt;
+}
+
+std::optional<DType> find_gguf_dtype(uint32_t ggml_type) {
+  for (DType t : all_dtypes())
+    if (dtype_traits(t).gguf >= 0 && static_cast<uint32_t>(dtype_traits(t).gguf) == ggml_type) return t;
   return std::nullopt;
 }
 
@@ -189,8 +201,9 @@ std::optional<std::size_t> first_non_finite(const void* data, DType dt, std::siz
     case DType::f32: return first_all_ones(static_cast<const uint32_t*>(data), n, uint32_t{0x7f800000u});
     case DType::f16: return first_all_ones(static_cast<const uint16_t*>(data), n, uint16_t{0x7c00});
     case DType::bf16: return first_all_ones(static_cast<const uint16_t*>(data), n, uint16_t{0x7f80});
+    default: break;
   }
-  // A registered type: its values as f32, a run of blocks at a time.
+  // A block type: its values as f32, a run of blocks at a time.
   const DTypeTraits& d = dtype_traits(dt);
   const auto block = static_cast<std::size_t>(d.block);
   MSTAR_ASSERT(n % block == 0, "first_non_finite: whole blocks");

@@ -18,10 +18,11 @@
 
 namespace mstar {
 
-// An element type, by its row in the traits table (dtype_traits). The three
-// below are built in; register_dtype adds a row (a block-quantised type, say)
-// and returns the DType naming it, so a new type is one row and its bodies.
-enum class DType : uint8_t { f32, f16, bf16 };
+// An element type, by its row in the traits table (dtype_traits). The ones
+// below are built in: three floats, and ggml's block-quantised weight
+// formats (core/ggml_blocks.h), which GGUF files hold. register_dtype adds a
+// row and returns the DType naming it, so a new type is one row and its bodies.
+enum class DType : uint8_t { f32, f16, bf16, q8_0, q4_0, q4_k, q5_k, q6_k };
 
 // One row of the table, as ggml's type traits: a type stores `block`
 // elements together in `block_bytes` bytes (1 element and its size for the
@@ -37,6 +38,7 @@ struct DTypeTraits {
   // n f32 values (a multiple of block) into the type, rounded as the type
   // defines; null for a type nothing is converted into.
   void (*from_f32)(const float* src, void* dst, int64_t n) = nullptr;
+  int gguf = -1;  // GGUF's number for it (ggml_type), -1 for none
 };
 
 // The row of t. t must name a row (a built-in type, or one register_dtype returned).
@@ -67,6 +69,8 @@ DType parse_dtype(std::string_view text, std::string_view what = "dtype");
 std::optional<DType> find_dtype(std::string_view text);
 // The type a safetensors header's spelling names, nullopt for none.
 std::optional<DType> find_safetensors_dtype(std::string_view text);
+// The type GGUF's number (ggml_type) names, nullopt for none mstar reads.
+std::optional<DType> find_gguf_dtype(uint32_t ggml_type);
 // The name safetensors headers use ("F32", "F16", "BF16").
 std::string_view safetensors_name(DType t);
 // The safetensors spellings of every type that has one, for messages ("F32, F16 or BF16").
@@ -131,6 +135,7 @@ inline float load_as_f32(const void* base, DType t, std::size_t i) {
     case DType::f32: return static_cast<const float*>(base)[i];
     case DType::f16: return f16_to_f32(static_cast<const uint16_t*>(base)[i]);
     case DType::bf16: return bf16_to_f32(static_cast<const uint16_t*>(base)[i]);
+    default: break;  // a block type has no single elements (is_element_type)
   }
   return 0.0f;
 }
@@ -139,6 +144,7 @@ inline void store_from_f32(void* base, DType t, std::size_t i, float x) {
     case DType::f32: static_cast<float*>(base)[i] = x; return;
     case DType::f16: static_cast<uint16_t*>(base)[i] = f32_to_f16(x); return;
     case DType::bf16: static_cast<uint16_t*>(base)[i] = f32_to_bf16(x); return;
+    default: return;  // a block type has no single elements (is_element_type)
   }
 }
 // What storing x in dtype t and reading it back gives.
@@ -147,6 +153,7 @@ inline float round_to(DType t, float x) {
     case DType::f32: return x;
     case DType::f16: return f16_to_f32(f32_to_f16(x));
     case DType::bf16: return bf16_to_f32(f32_to_bf16(x));
+    default: break;  // a block type has no single elements (is_element_type)
   }
   return x;
 }

@@ -15,6 +15,7 @@
 
 #include "core/errors.h"
 #include "models/safetensors.h"
+#include "models/stored_tensors.h"
 
 namespace mstar {
 
@@ -92,67 +93,59 @@ Weights Weights::dummy(const std::vector<TensorSpec>& specs, uint64_t seed) {
 
 Weights Weights::load(const std::vector<std::filesystem::path>& files, const std::vector<TensorSpec>& specs,
                       const Progress& progress) {
-  struct Found {
-    size_t file;
-    SafetensorsEntry entry;
-  };
-  std::vector<SafetensorsHeader> headers;
-  std::map<std::string, Found> found;
-  for (size_t f = 0; f < files.size(); ++f) {
-    headers.push_back(read_safetensors_header(files[f]));
-    for (const auto& [name, e] : headers.back().tensors)
-      if (!found.emplace(name, Found{f, e}).second)
-        throw InputError(fmt::format("{}: tensor '{}' is also in {}", files[f].string(), name,
-                                     files[found.at(name).file].string()));
-  }
+  const std::map<std::string, StoredTensor> found = index_weights(files);
   const std::string where = files.size() == 1 ? files[0].string() : fmt::format("{} (and {} more shards)",
                                                                                    files[0].string(), files.size() - 1);
   std::map<std::string, const TensorSpec*> wanted;
   for (const TensorSpec& t : specs) wanted[t.name] = &t;
   for (const auto& [name, f] : found)
     if (!wanted.count(name))
-      throw InputError(fmt::format("{}: unexpected tensor '{}' (not part of this architecture)",
-                                   files[f.file].string(), name));
+      throw InputError(fmt::format("{}: unexpected tensor '{}' (not part of this architecture)", f.file.string(), name));
   int64_t total = 0, done = 0;
   for (const TensorSpec& t : specs)
-    if (auto it = found.find(t.name); it != found.end()) total += static_cast<int64_t>(it->second.entry.end - it->second.entry.begin);
+    if (auto it = found.find(t.name); it != found.end()) total += static_cast<int64_t>(it->second.bytes);
   Weights w;
-  std::vector<std::unique_ptr<WeightsFile>> open;
-  for (const auto& file : files) open.push_back(std::make_unique<WeightsFile>(file));
+  std::map<std::filesystem::path, std::unique_ptr<WeightsFile>> open;
+  for (const auto& file : files) open.emplace(file, std::make_unique<WeightsFile>(file));
   for (const TensorSpec& t : specs) {
     auto it = found.find(t.name);
     if (it == found.end()) throw InputError(fmt::format("{}: tensor '{}' is missing", where, t.name));
-    const std::string& file = files[it->second.file].string();
-    const SafetensorsEntry& e = it->second.entry;
-    const std::optional<DType> dt = find_safetensors_dtype(e.dtype);
-    if (!dt)
-      throw InputError(fmt::format("{}: tensor '{}' has dtype {} (expected {})", file, t.name, e.dtype,
+    const StoredTensor& e = it->second;
+    const std::string file = e.file.string();
+    if (!e.dtype)
+      throw InputError(fmt::format("{}: tensor '{}' has dtype {} (expected {})", file, t.name, e.stored_dtype,
                                    safetensors_names()));
+    const DType dt = *e.dtype;
     if (e.shape != t.shape)
       throw InputError(fmt::format("{}: tensor '{}' has shape [{}], expected [{}]", file, t.name,
                                    fmt::join(e.shape, ", "), fmt::join(t.shape, ", ")));
-    if (!fits_blocks(*dt, t.shape.empty() ? 1 : t.shape.back()))
+    const int64_t row = t.shape.empty() ? 1 : t.shape.back();
+    if (!fits_blocks(dt, row))
       throw InputError(fmt::format("{}: tensor '{}' is {}, whose blocks of {} do not divide its rows of {}", file,
-                                   t.name, to_string(*dt), dtype_traits(*dt).block,
-                                   t.shape.empty() ? 1 : t.shape.back()));
-    const uint64_t want = static_cast<uint64_t>(row_bytes(*dt, t.numel()));
-    if (e.end - e.begin != want)
-      throw InputError(fmt::format("{}: tensor '{}' holds {} bytes, its shape needs {}", file, t.name,
-                                   e.end - e.begin, want));
+                                   t.name, to_string(dt), dtype_traits(dt).block, row));
+    const uint64_t want = static_cast<uint64_t>(row_bytes(dt, t.numel()));
+    if (e.bytes != want)
+      throw InputError(fmt::format("{}: tensor '{}' holds {} bytes, its shape needs {}", file, t.name, e.bytes, want));
     // Read into host memory rather than mapped: large tensors land on 2 MiB
     // pages (allocate_host), so a decode step that streams every weight once
     // takes a TLB miss per 2 MiB, not per 4 KiB (docs/PERFORMANCE.md,
     // "Weights in memory"); and a file changed under a running engine cannot
     // take it down with SIGBUS.
-    HostBuffer b(*dt, Shape{t.numel()});
-    open[it->second.file]->read(b.data(), want, headers[it->second.file].data_offset + e.begin);
+    HostBuffer b(dt, Shape{t.numel()});
+    open.at(e.file)->read(b.data(), want, e.offset);
+    if (e.interleaved_heads > 0) {
+      if (t.shape.size() != 2 || t.shape[0] % (2 * e.interleaved_heads) != 0)
+        throw InputError(fmt::format("{}: tensor '{}' of shape [{}] is not {} heads of row pairs", file, t.name,
+                                     fmt::join(t.shape, ", "), e.interleaved_heads));
+      restore_rope_halves(b.data(), t.shape[0], row_bytes(dt, t.shape[1]), e.interleaved_heads);
+    }
     const auto* src = static_cast<const unsigned char*>(b.data());
     w.owned_.push_back(std::move(b));
-    if (const auto bad = first_non_finite(src, *dt, static_cast<std::size_t>(t.numel())))
+    if (const auto bad = first_non_finite(src, dt, static_cast<std::size_t>(t.numel())))
       throw InputError(fmt::format("{}: tensor '{}' holds {} at element {}: weights must be finite (every output "
                                    "would be garbage)",
-                                   file, t.name, element_as_f32(src, *dt, *bad), *bad));
-    w.tensors_[t.name] = WeightTensor{*dt, t.shape, src, static_cast<std::size_t>(want), t.matrix};
+                                   file, t.name, element_as_f32(src, dt, *bad), *bad));
+    w.tensors_[t.name] = WeightTensor{dt, t.shape, src, static_cast<std::size_t>(want), t.matrix};
     done += static_cast<int64_t>(want);
     if (progress) progress("loading weights", done, total);
   }

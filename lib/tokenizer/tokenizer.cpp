@@ -7,10 +7,12 @@
 #include <nlohmann/json.hpp>
 
 #include "core/errors.h"
+#include "core/gguf.h"
 #include "core/files.h"
 #include "core/json_text.h"
+#include "tokenizer/gguf_vocab.h"
 #include "tokenizer/impl.h"
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
 namespace mstar {
 namespace tok {
@@ -75,6 +77,10 @@ nlohmann::json read_json(const std::filesystem::path& p) {
 
 Tokenizer Tokenizer::from_file(const std::filesystem::path& path) {
   std::error_code ec;
+  if (std::filesystem::is_regular_file(path, ec) && is_gguf(path)) {
+    const tok::GgufVocab v = tok::gguf_vocab(read_gguf(path));
+    return from_json(v.tokenizer, path.string(), &v.config, path.string());
+  }
   if (std::filesystem::is_directory(path, ec)) {
     const auto file = path / "tokenizer.json";
     const auto config_file = path / "tokenizer_config.json";
@@ -109,7 +115,7 @@ std::string Tokenizer::decode(std::span<const int32_t> ids, bool skip_special_to
   impl_->decoder.end_run(run, bytes);
   std::string out;
   out.reserve(bytes.size());
-  tok::append_lossy_utf8(bytes, true, out);
+  append_lossy_utf8(bytes, true, out);
   return out;
 }
 
@@ -143,7 +149,7 @@ std::string TokenStreamDecoder::push(std::span<const int32_t> ids) {
     impl_->decoder.feed(id, run_, pending_);
   }
   std::string out;
-  const size_t used = tok::append_lossy_utf8(pending_, false, out);
+  const size_t used = append_lossy_utf8(pending_, false, out);
   pending_.erase(0, used);
   return out;
 }
@@ -151,7 +157,7 @@ std::string TokenStreamDecoder::push(std::span<const int32_t> ids) {
 std::string TokenStreamDecoder::finish() {
   impl_->decoder.end_run(run_, pending_);
   std::string out;
-  tok::append_lossy_utf8(pending_, true, out);
+  append_lossy_utf8(pending_, true, out);
   pending_.clear();
   return out;
 }

@@ -37,8 +37,9 @@ class TokenStreamDecoder;
 
 class Tokenizer {
  public:
-  // A tokenizer.json file, or a directory holding tokenizer.json and, when
-  // present, tokenizer_config.json (read for bos_token and eos_token).
+  // A tokenizer.json file, a directory holding tokenizer.json and, when
+  // present, tokenizer_config.json (read for bos_token and eos_token), or a
+  // GGUF file's tokenizer (tokenizer/gguf_vocab.h).
   static Tokenizer from_file(const std::filesystem::path& path);
   // `label` names the source in error messages (a file path, say).
   static Tokenizer from_json(const nlohmann::json& tokenizer_json, const std::string& label,

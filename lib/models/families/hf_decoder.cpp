@@ -8,9 +8,11 @@
 #include <fmt/format.h>
 
 #include "core/files.h"
+#include "core/gguf.h"
 #include "core/json_text.h"
 #include "core/errors.h"
 #include "models/decoder_lm.h"
+#include "models/families/gguf_decoder.h"
 #include "models/safetensors.h"
 
 namespace mstar {
@@ -177,7 +179,10 @@ RopeScaling read_rope_scaling(ConfigReader& r, const json& j, const std::string&
 }
 
 std::unique_ptr<Architecture> read_architecture_of(const HfDecoderKind& kind, ArchitectureInput& in) {
-  MSTAR_ASSERT(!in.checkpoint.empty(), "a checkpoint family is read from its folder");
+  MSTAR_ASSERT(!in.checkpoint.empty(), "a checkpoint family is read from its folder or GGUF file");
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(in.checkpoint, ec) && is_gguf(in.checkpoint))
+    return read_gguf_architecture(kind, in.checkpoint, in.positions, in.error);
   return read_hf_architecture(kind, in.checkpoint, in.positions, in.error);
 }
 
@@ -252,7 +257,7 @@ nlohmann::json HfArchitecture::to_json() const {
          {"head_dim", shape.head_dim},
          {"rms_norm_eps", shape.norm_eps},
          {"rope_theta", rope_theta},
-         {"rope_scaling", rope_scaling.type},
+         {"rope_scaling", rope_freq_divisors.empty() ? rope_scaling.type : "rope_freqs"},
          {"tie_word_embeddings", tie_word_embeddings},
          {"vocab_size", vocab},
          {"eos_token_id", eos},
@@ -267,6 +272,10 @@ std::vector<double> HfArchitecture::inv_freq() const {
   for (int64_t i = 0; i < half; ++i)
     f[static_cast<size_t>(i)] = std::pow(rope_theta, -2.0 * static_cast<double>(i) / static_cast<double>(shape.head_dim));
   const RopeScaling& s = rope_scaling;
+  if (!rope_freq_divisors.empty()) {
+    for (std::size_t i = 0; i < f.size(); ++i) f[i] /= rope_freq_divisors[i];
+    return f;
+  }
   if (s.type == "linear")
     for (double& x : f) x /= s.factor;
   if (s.type == "llama3") {
@@ -291,7 +300,8 @@ std::unique_ptr<HfArchitecture> read_hf_architecture(const HfDecoderKind& kind, 
                                                      const std::function<void(const std::string&)>& error) {
   std::error_code ec;
   if (!std::filesystem::is_directory(folder, ec)) {
-    error(fmt::format("{}: not a folder (a Hugging Face checkpoint is a folder with config.json)", folder.string()));
+    error(fmt::format("{}: neither a folder (a Hugging Face checkpoint is a folder with config.json) nor a GGUF file",
+                      folder.string()));
     return nullptr;
   }
   const std::filesystem::path config_path = folder / "config.json";
@@ -363,6 +373,7 @@ std::unique_ptr<HfArchitecture> read_hf_architecture(const HfDecoderKind& kind, 
 
 std::vector<std::filesystem::path> hf_weight_files(const std::filesystem::path& folder) {
   std::error_code ec;
+  if (std::filesystem::is_regular_file(folder, ec) && is_gguf(folder)) return {folder};
   const auto index = folder / "model.safetensors.index.json";
   if (std::filesystem::exists(index, ec)) return weight_files(index);
   const auto single = folder / "model.safetensors";

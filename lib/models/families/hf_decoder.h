@@ -39,11 +39,14 @@ class HfArchitecture final : public Architecture {
   int64_t vocab = 0;
   double rope_theta = 10000;
   RopeScaling rope_scaling;
+  // A GGUF's rope_freqs tensor (llama3 scaling as llama.cpp stores it):
+  // frequency i is divided by element i. Empty: none.
+  std::vector<double> rope_freq_divisors;
   bool tie_word_embeddings = false;
   std::optional<int64_t> bos;
   std::vector<int32_t> eos;  // tokens that end a stream (generation_config.json's when present)
   std::string positions = "stream";
-  std::filesystem::path checkpoint;
+  std::filesystem::path checkpoint;  // the folder, or the GGUF file
 };
 
 // What one Hugging Face decoder family adds to the shared reader and trunk.
@@ -64,8 +67,9 @@ std::unique_ptr<HfArchitecture> read_hf_architecture(const HfDecoderKind& kind, 
 // The family of `kind`: the speech task over a bounded resource, read from a checkpoint folder.
 ModelFamily hf_family(const HfDecoderKind& kind);
 
-// The weights files of a Hugging Face folder: its shard index's shards, or
-// model.safetensors. Throws InputError naming the folder when it has neither.
+// The weights files of a checkpoint: a GGUF file itself, or a Hugging Face
+// folder's shard index's shards, or its model.safetensors. Throws InputError
+// naming the folder when it has neither.
 std::vector<std::filesystem::path> hf_weight_files(const std::filesystem::path& folder);
 
 }  // namespace mstar

@@ -1,6 +1,6 @@
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
-namespace mstar::tok {
+namespace mstar {
 namespace {
 
 // How many bytes a sequence starting with `lead` has, and the range its
@@ -107,4 +107,4 @@ size_t append_lossy_utf8(std::string_view bytes, bool final, std::string& out) {
   return i;
 }
 
-}  // namespace mstar::tok
+}  // namespace mstar

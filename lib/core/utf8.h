@@ -1,12 +1,13 @@
 #pragma once
-// UTF-8 as the tokenizer needs it: validation that names the first bad byte,
-// and the lossy decoding the reference applies to decoded bytes.
+// UTF-8 as mstar reads it (tokenizers, GGUF keys and strings): validation
+// that names the first bad byte, and the lossy decoding the tokenizer
+// reference applies to decoded bytes.
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
-namespace mstar::tok {
+namespace mstar {
 
 inline constexpr size_t kValidUtf8 = static_cast<size_t>(-1);
 
@@ -46,4 +47,4 @@ inline char32_t next_code_point(std::string_view s, size_t& i) {
 // bytes can complete it. Returns the number of bytes consumed.
 size_t append_lossy_utf8(std::string_view bytes, bool final, std::string& out);
 
-}  // namespace mstar::tok
+}  // namespace mstar

@@ -1,0 +1,149 @@
+#include "tokenizer/gguf_vocab.h"
+
+#include <fmt/format.h>
+
+#include "core/errors.h"
+
+namespace mstar::tok {
+
+namespace {
+
+using nlohmann::json;
+
+// The pre-tokenizers of the models GGUF names by tokenizer.ggml.pre, as
+// their published tokenizer.json files define them: a split by the model's
+// pattern, then byte-level characters. llama-bpe is Llama 3's (numbers in
+// runs of up to three digits), qwen2 Qwen2's (single digits, NFC first).
+struct PreTokenizer {
+  const char* name;
+  const char* pattern;
+  bool nfc;            // an NFC normalizer before it
+  bool ignore_merges;  // a word that is a whole token is that token, unmerged
+};
+
+constexpr PreTokenizer kPreTokenizers[] = {
+    {"llama-bpe",
+     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)",
+     false, true},
+    {"qwen2",
+     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)",
+     true, false},
+};
+
+// GGUF's token types (llama.cpp's llama_token_type).
+enum TokenType : int64_t { kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6 };
+
+const GgufValue& array_of(const GgufFile& f, const char* key, GgufType element) {
+  const GgufValue* v = f.find(key);
+  if (!v || v->type != GgufType::array || v->element != element)
+    throw ConfigError(fmt::format("{}: metadata '{}' is {} (an array of {})", f.path.string(), key,
+                                  v ? v->describe() : "missing", to_string(element)));
+  return *v;
+}
+
+}  // namespace
+
+GgufVocab gguf_vocab(const GgufFile& f) {
+  const std::string file = f.path.string();
+  const GgufValue* model = f.find("tokenizer.ggml.model");
+  if (!model) throw ConfigError(fmt::format("{}: holds no tokenizer (no metadata 'tokenizer.ggml.model')", file));
+  if (model->type != GgufType::string || model->text != "gpt2")
+    throw ConfigError(fmt::format("{}: metadata 'tokenizer.ggml.model' is {} (mstar reads gpt2-style byte-level BPE)",
+                                  file, model->describe()));
+  const GgufValue* pre_v = f.find("tokenizer.ggml.pre");
+  const std::string pre_name = pre_v && pre_v->type == GgufType::string ? pre_v->text : "";
+  const PreTokenizer* pre = nullptr;
+  for (const PreTokenizer& p : kPreTokenizers)
+    if (pre_name == p.name) pre = &p;
+  if (!pre)
+    throw ConfigError(fmt::format("{}: metadata 'tokenizer.ggml.pre' is {} (mstar reads llama-bpe and qwen2)", file,
+                                  pre_v ? pre_v->describe() : "missing"));
+  const GgufValue& tokens = array_of(f, "tokenizer.ggml.tokens", GgufType::string);
+  const GgufValue& merges = array_of(f, "tokenizer.ggml.merges", GgufType::string);
+  const GgufValue* types = f.find("tokenizer.ggml.token_type");
+  if (types && (types->type != GgufType::array || types->count() != tokens.count() || !types->reals.empty() ||
+                !types->texts.empty()))
+    throw ConfigError(
+        fmt::format("{}: metadata 'tokenizer.ggml.token_type' is {} (an integer type for each of the {} "
+                    "tokens)",
+                    file, types->describe(), tokens.count()));
+  json vocab = json::object(), added = json::array();
+  for (std::size_t id = 0; id < tokens.texts.size(); ++id) {
+    const int64_t type = types ? types->integers[id] : kNormal;
+    const std::string& text = tokens.texts[id];
+    switch (type) {
+      case kNormal:
+      case kUnknown:
+      case kByte:
+        vocab[text] = id;
+        break;
+      case kControl:
+      case kUserDefined:
+        added.push_back({{"id", id},
+                         {"content", text},
+                         {"single_word", false},
+                         {"lstrip", false},
+                         {"rstrip", false},
+                         // GGUF keeps no per-token flag: a user-defined token is
+                         // matched after the normalizer (NFC leaves Qwen2's own,
+                         // which are ASCII, as they are).
+                         {"normalized", type == kUserDefined},
+                         {"special", type == kControl}});
+        break;
+      case kUnused:
+        break;  // padding up to the embedding's rows: no token
+      default:
+        throw ConfigError(fmt::format("{}: metadata 'tokenizer.ggml.token_type'[{}] is {} (GGUF's types are 1 to 6)",
+                                      file, id, type));
+    }
+  }
+  GgufVocab out;
+  json& t = out.tokenizer;
+  t["version"] = "1.0";
+  t["added_tokens"] = std::move(added);
+  t["normalizer"] = pre->nfc ? json{{"type", "NFC"}} : json();
+  t["pre_tokenizer"] = {
+      {"type", "Sequence"},
+      {"pretokenizers",
+       {{{"type", "Split"}, {"pattern", {{"Regex", pre->pattern}}}, {"behavior", "Isolated"}, {"invert", false}},
+        {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", false}}}}};
+  t["decoder"] = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", false}};
+  t["model"] = {{"type", "BPE"},
+                {"dropout", nullptr},
+                {"unk_token", nullptr},
+                {"fuse_unk", false},
+                {"byte_fallback", false},
+                {"ignore_merges", pre->ignore_merges},
+                {"vocab", std::move(vocab)},
+                {"merges", merges.texts}};
+  // BOS and EOS by id, as tokenizer_config.json names them by text.
+  const auto token_at = [&](const char* key) -> json {
+    const GgufValue* v = f.find(key);
+    if (!v) return json();
+    if (!v->is_integer() || v->integer < 0 || static_cast<std::size_t>(v->integer) >= tokens.texts.size())
+      throw ConfigError(
+          fmt::format("{}: metadata '{}' is {} (a token id below {})", file, key, v->describe(), tokens.texts.size()));
+    return tokens.texts[static_cast<std::size_t>(v->integer)];
+  };
+  const json bos = token_at("tokenizer.ggml.bos_token_id");
+  out.config = {{"bos_token", bos}, {"eos_token", token_at("tokenizer.ggml.eos_token_id")}};
+  const GgufValue* add_bos = f.find("tokenizer.ggml.add_bos_token");
+  if (add_bos && add_bos->type == GgufType::boolean && add_bos->integer && bos.is_string()) {
+    const std::string b = bos.get<std::string>();
+    const auto id = static_cast<int64_t>(f.find("tokenizer.ggml.bos_token_id")->integer);
+    t["post_processor"] = {
+        {"type", "TemplateProcessing"},
+        {"single", {{{"SpecialToken", {{"id", b}, {"type_id", 0}}}}, {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}},
+        {"pair",
+         {{{"SpecialToken", {{"id", b}, {"type_id", 0}}}},
+          {{"Sequence", {{"id", "A"}, {"type_id", 0}}}},
+          {{"SpecialToken", {{"id", b}, {"type_id", 1}}}},
+          {{"Sequence", {{"id", "B"}, {"type_id", 1}}}}}},
+        {"special_tokens", {{b, {{"id", b}, {"ids", {id}}, {"tokens", {b}}}}}}};
+  } else {
+    t["post_processor"] = json();
+  }
+  return out;
+}
+
+}  // namespace mstar::tok
