@@ -22,7 +22,7 @@
 #include "kernels/cpu/matmul_cpu.h"
 #include "engine/engine.h"
 #include "engine/run.h"
-#include "models/safetensors.h"
+#include "models/stored_tensors.h"
 #include "models/weights.h"
 #include "resources/bounded_kv/config.h"
 
@@ -83,14 +83,9 @@ SpeechBench speech_bench(const ResolvedDeployment& d, const char* what) {
 
 // The dtype of a checkpoint's matrices, as stored: its MLP's, most of them.
 DType matrix_dtype(const ResolvedDeployment& d) {
-  for (const auto& f : d.model.weight_files()) {
-    const SafetensorsHeader h = read_safetensors_header(f);
-    if (auto it = h.tensors.find("model.layers.0.mlp.up_proj.weight"); it != h.tensors.end()) {
-      if (it->second.dtype == "BF16") return DType::bf16;
-      if (it->second.dtype == "F16") return DType::f16;
-      return DType::f32;
-    }
-  }
+  const auto index = index_weights(d.model.weight_files());
+  if (auto it = index.find("model.layers.0.mlp.up_proj.weight"); it != index.end() && it->second.dtype)
+    return *it->second.dtype;
   throw InputError(fmt::format("{}: no model.layers.0.mlp.up_proj.weight", d.model.checkpoint.string()));
 }
 

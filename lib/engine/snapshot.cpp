@@ -9,7 +9,7 @@
 #include "core/files.h"
 #include "core/json_text.h"
 #include "engine/requests.h"
-#include "models/safetensors.h"
+#include "models/stored_tensors.h"
 
 namespace mstar {
 
@@ -129,12 +129,12 @@ Fingerprints fingerprints(const ResolvedDeployment& d) {
   if (m.weights.dummy_seed && m.checkpoint.empty()) {
     weights = fmt::format("dummy seed {} dtype {}", *m.weights.dummy_seed, to_string(m.weights.dtype));
   } else {
-    for (const auto& file : m.weight_files()) {
-      const SafetensorsHeader h = read_safetensors_header(file);
-      weights += fmt::format("file of {} bytes, data at {}\n", h.file_size, h.data_offset);
-      for (const auto& [name, e] : h.tensors)
-        weights += fmt::format("{} {} [{}] {} {}\n", name, e.dtype, fmt::join(e.shape, ","), e.begin, e.end);
-    }
+    // Where every tensor is, in files of which sizes (safetensors or GGUF).
+    std::error_code ec;
+    for (const auto& file : m.weight_files())
+      weights += fmt::format("file of {} bytes\n", std::filesystem::file_size(file, ec));
+    for (const auto& [name, e] : index_weights(m.weight_files()))
+      weights += fmt::format("{} {} [{}] {} {}\n", name, e.stored_dtype, fmt::join(e.shape, ","), e.offset, e.bytes);
   }
   f.weights = hash64(weights);
 
