@@ -12,6 +12,7 @@
 //    (tools/gguf_dump.py).
 #include <doctest/doctest.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -19,6 +20,8 @@
 
 #include "backends.h"
 #include "checkpoints.h"
+#include "config/gguf_export.h"
+#include "core/errors.h"
 #include "core/gguf.h"
 #include "models/families/hf_decoder.h"
 #include "models/weights.h"
@@ -74,6 +77,18 @@ fs::path blockable_llama(const test::TempDir& dir) {
 
 constexpr float kTol = 1e-5f;
 
+// The golden protocol over the manifest's model on backend b: the golden's
+// tokens, and its first logits within kTol.
+void check_golden(const ModelManifest& m, Backend b, const nlohmann::json& golden) {
+  test::Served s(m, b);
+  std::vector<std::vector<float>> logits;
+  const auto tokens =
+      test::run_greedy(s, golden["voice"].get<std::vector<int32_t>>(), golden["prompt"].get<std::vector<int32_t>>(),
+                       golden["full"]["steps"].get<int>(), logits);
+  CHECK(tokens == golden["full"]["tokens"].get<std::vector<int32_t>>());
+  CHECK(test::max_diff(logits[0], golden["full"]["logits"]) <= kTol);
+}
+
 }  // namespace
 
 TEST_CASE("gguf: the goldens converted to GGUF in their own dtype give the reference's logits and tokens") {
@@ -102,13 +117,7 @@ TEST_CASE("gguf: the goldens converted to GGUF in their own dtype give the refer
     for (size_t i = 0; i < gf.size(); ++i) CHECK(gf[i] == doctest::Approx(hf[i]).epsilon(1e-6));
     for (Backend b : test::host_backends()) {
       CAPTURE(to_string(b));
-      test::Served s(*l.manifest, b);
-      std::vector<std::vector<float>> logits;
-      const auto tokens =
-          test::run_greedy(s, golden["voice"].get<std::vector<int32_t>>(), golden["prompt"].get<std::vector<int32_t>>(),
-                           golden["full"]["steps"].get<int>(), logits);
-      CHECK(tokens == golden["full"]["tokens"].get<std::vector<int32_t>>());
-      CHECK(test::max_diff(logits[0], golden["full"]["logits"]) <= kTol);
+      check_golden(*l.manifest, b, golden);
     }
   }
 }
@@ -207,6 +216,11 @@ TEST_CASE("gguf: the tokenizer a GGUF carries gives its tokenizer.json's ids and
     python(fmt::format("{} {} {} --outtype f32 --tokenizer hf --tokenizer-dir {}", (kTools / "hf_to_gguf.py").string(),
                        folder.string(), file.string(), (tokenizers / name).string()),
            dir);
+    // mstar-quantize writes the same tokenizer from a folder that holds it.
+    for (const char* f : {"tokenizer.json", "tokenizer_config.json"}) fs::copy_file(tokenizers / name / f, folder / f);
+    const fs::path ours = dir.path / (name + "-ours.gguf");
+    CHECK(export_gguf(folder, ours, DType::f32).tokenizer);
+    const Tokenizer ours_tok = Tokenizer::from_file(ours);
     const Tokenizer gguf_tok = Tokenizer::from_file(file);
     CHECK(gguf_tok.vocab_size() == json_tok.vocab_size());
     CHECK(gguf_tok.bos_id() == json_tok.bos_id());
@@ -218,6 +232,7 @@ TEST_CASE("gguf: the tokenizer a GGUF carries gives its tokenizer.json's ids and
       for (bool special : {true, false}) {
         const std::vector<int32_t> ids = json_tok.encode(text, special);
         REQUIRE(gguf_tok.encode(text, special) == ids);
+        REQUIRE(ours_tok.encode(text, special) == ids);
         CHECK(gguf_tok.decode(ids) == json_tok.decode(ids));
       }
     }
@@ -226,5 +241,65 @@ TEST_CASE("gguf: the tokenizer a GGUF carries gives its tokenizer.json's ids and
     REQUIRE_MESSAGE(l.manifest, l.errors);
     REQUIRE(l.manifest->tokenizer);
     CHECK(l.manifest->tokenizer->encode("hello there") == json_tok.encode("hello there"));
+  }
+}
+
+// mstar-quantize's writer against the independent converter: the same
+// checkpoint written by both holds the same tensors, byte for byte (the
+// converter's Q8_0 and Q4_0 are ggml's reference quantisers, written from
+// the format in numpy: tools/gguf_blocks.py), and the same architecture.
+TEST_CASE("gguf: mstar-quantize writes the tensors the independent converter writes, byte for byte") {
+  test::TempDir dir;
+  const fs::path folder = blockable_llama(dir);
+  for (const char* type : {"F32", "F16", "Q8_0", "Q4_0"}) {
+    CAPTURE(type);
+    const fs::path ours = dir.path / fmt::format("ours-{}.gguf", type);
+    const GgufExport r = export_gguf(folder, ours, gguf_export_type(type, "--type"));
+    CHECK(r.as_f16 == 0);
+    CHECK(r.in_type == 2 + 7 * 2);
+    std::string lower = type;
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    const GgufFile a = read_gguf(ours), b = read_gguf(convert(folder, lower, dir));
+    REQUIRE(a.tensors.size() == b.tensors.size());
+    for (const GgufTensor& t : a.tensors) {
+      CAPTURE(t.name);
+      const GgufTensor* u = b.tensor(t.name);
+      REQUIRE(u);
+      CHECK(t.dims == u->dims);
+      CHECK(t.dtype == u->dtype);
+      REQUIRE(t.bytes == u->bytes);
+      std::vector<char> x(t.bytes), y(t.bytes);
+      std::ifstream(ours, std::ios::binary).seekg(static_cast<std::streamoff>(t.offset)).read(x.data(), x.size());
+      std::ifstream(b.path, std::ios::binary).seekg(static_cast<std::streamoff>(u->offset)).read(y.data(), y.size());
+      CHECK(x == y);
+    }
+    for (const char* key :
+         {"general.architecture", "llama.block_count", "llama.embedding_length", "llama.attention.head_count_kv",
+          "llama.attention.layer_norm_rms_epsilon", "llama.rope.freq_base", "general.file_type"}) {
+      CAPTURE(key);
+      REQUIRE(a.find(key));
+      REQUIRE(b.find(key));
+      CHECK(a.find(key)->describe() == b.find(key)->describe());
+    }
+  }
+  CHECK_THROWS_WITH_AS(gguf_export_type("Q4_K", "--type"),
+                       "--type: 'Q4_K' is not a type mstar writes (F32, F16, BF16, Q8_0, Q4_0; the K types are read, "
+                       "not written)",
+                       ConfigError);
+}
+
+// The goldens written by mstar-quantize in f32 (llama3 scaling as
+// rope_freqs, llama's rows interleaved, then undone by the loader) read
+// back to the golden tokens.
+TEST_CASE("gguf: the goldens written by mstar-quantize read back to the reference's tokens") {
+  test::TempDir dir;
+  for (const char* name : {"llama-gqa-bf16", "llama-tied-f32", "qwen2-bias-bf16"}) {
+    CAPTURE(name);
+    const nlohmann::json golden = test::load_json(kData / name / "golden.json");
+    const fs::path file = dir.path / fmt::format("{}.gguf", name);
+    (void)export_gguf(kData / name, file, DType::f32);
+    test::Loaded l = test::load(file, golden["config"]["model_type"], "stream", 0, 64);
+    REQUIRE_MESSAGE(l.manifest, l.errors);
+    check_golden(*l.manifest, Backend::cpu, golden);
   }
 }

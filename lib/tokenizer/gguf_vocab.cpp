@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "core/errors.h"
+#include "core/gguf_write.h"
 
 namespace mstar::tok {
 
@@ -143,6 +146,56 @@ GgufVocab gguf_vocab(const GgufFile& f) {
   } else {
     t["post_processor"] = json();
   }
+  return out;
+}
+
+std::vector<std::pair<std::string, GgufValue>> gguf_tokenizer_metadata(const nlohmann::json& j,
+                                                                       const std::string& label, const std::string& pre,
+                                                                       int64_t vocab, std::optional<int32_t> bos,
+                                                                       std::optional<int32_t> eos, bool add_bos) {
+  if (std::none_of(std::begin(kPreTokenizers), std::end(kPreTokenizers),
+                   [&](const PreTokenizer& p) { return pre == p.name; }))
+    throw ConfigError(fmt::format("{}: no GGUF pre-tokenizer '{}' (mstar writes llama-bpe and qwen2)", label, pre));
+  const json* model = j.contains("model") ? &j["model"] : nullptr;
+  if (!model || !model->is_object() || model->value("type", "") != "BPE" || !(*model)["vocab"].is_object() ||
+      !(*model)["merges"].is_array())
+    throw ConfigError(
+        fmt::format("{}: model: a byte-level BPE model with vocab and merges is what GGUF's gpt2 "
+                    "tokenizer holds",
+                    label));
+  std::vector<std::string> tokens(static_cast<std::size_t>(vocab));
+  std::vector<int64_t> types(static_cast<std::size_t>(vocab), kUnused);
+  const auto place = [&](int64_t id, const std::string& text, int64_t type) {
+    if (id < 0 || id >= vocab)
+      throw ConfigError(
+          fmt::format("{}: token '{}' has id {}, past the model's vocabulary of {}", label, text, id, vocab));
+    if (types[static_cast<std::size_t>(id)] != kUnused && tokens[static_cast<std::size_t>(id)] != text)
+      throw ConfigError(
+          fmt::format("{}: id {} is both '{}' and '{}'", label, id, tokens[static_cast<std::size_t>(id)], text));
+    tokens[static_cast<std::size_t>(id)] = text;
+    types[static_cast<std::size_t>(id)] = type;
+  };
+  for (const auto& [text, id] : (*model)["vocab"].items()) place(id.get<int64_t>(), text, kNormal);
+  if (j.contains("added_tokens") && j["added_tokens"].is_array())
+    for (const json& a : j["added_tokens"])
+      place(a.at("id").get<int64_t>(), a.at("content").get<std::string>(),
+            a.value("special", false) ? kControl : kUserDefined);
+  for (std::size_t id = 0; id < tokens.size(); ++id)
+    if (types[id] == kUnused) tokens[id] = fmt::format("[PAD{}]", id);
+  std::vector<std::string> merges;
+  for (const json& m : (*model)["merges"])
+    merges.push_back(m.is_string() ? m.get<std::string>()
+                                   : fmt::format("{} {}", m.at(0).get<std::string>(), m.at(1).get<std::string>()));
+  std::vector<std::pair<std::string, GgufValue>> out = {
+      {"tokenizer.ggml.model", gguf_string("gpt2")},
+      {"tokenizer.ggml.pre", gguf_string(pre)},
+      {"tokenizer.ggml.tokens", gguf_strings(std::move(tokens))},
+      {"tokenizer.ggml.token_type", gguf_i32s(std::move(types))},
+      {"tokenizer.ggml.merges", gguf_strings(std::move(merges))},
+      {"tokenizer.ggml.add_bos_token", gguf_bool(add_bos)},
+  };
+  if (bos) out.emplace_back("tokenizer.ggml.bos_token_id", gguf_u32(static_cast<uint32_t>(*bos)));
+  if (eos) out.emplace_back("tokenizer.ggml.eos_token_id", gguf_u32(static_cast<uint32_t>(*eos)));
   return out;
 }
 

@@ -133,6 +133,7 @@ std::unique_ptr<HfArchitecture> read_gguf_architecture(const HfDecoderKind& kind
   s.norm_eps = r.real(p + "attention.layer_norm_rms_epsilon", 1e-12, 1.0);
   s.qkv_bias = kind.qkv_bias;
   a->rope_theta = r.real(p + "rope.freq_base", 1.0, 1e12, 10000.0);
+  a->context_length = r.integer(p + "context_length", 1, INT32_MAX, 4096);
   const std::string scaling = r.string(p + "rope.scaling.type", "none");
   if (scaling == "linear") {
     a->rope_scaling.type = "linear";

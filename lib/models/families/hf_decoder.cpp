@@ -342,6 +342,7 @@ std::unique_ptr<HfArchitecture> read_hf_architecture(const HfDecoderKind& kind, 
   s.qkv_bias = kind.qkv_bias;
   a->vocab = r.integer("vocab_size", 2, 1 << 24);
   a->rope_theta = r.real("rope_theta", 1.0, 1e12, 10000.0);
+  a->context_length = r.integer("max_position_embeddings", 1, INT32_MAX, 4096);
   a->tie_word_embeddings = r.boolean("tie_word_embeddings", false);
   const std::string act = r.string("hidden_act", "silu");
   if (act != "silu") r.fail("hidden_act", fmt::format("'{}' is not supported (the MLP is SwiGLU: silu)", act));

@@ -38,6 +38,10 @@ class HfArchitecture final : public Architecture {
   TrunkShape shape;        // norm_eps from rms_norm_eps; qkv_bias for qwen2
   int64_t vocab = 0;
   double rope_theta = 10000;
+  // The context it was trained for (config.json's max_position_embeddings,
+  // GGUF's context_length): mstar's cache bounds what a step sees, so this is
+  // only carried into files mstar writes.
+  int64_t context_length = 4096;
   RopeScaling rope_scaling;
   // A GGUF's rope_freqs tensor (llama3 scaling as llama.cpp stores it):
   // frequency i is divided by element i. Empty: none.

@@ -1,0 +1,214 @@
+#include "config/gguf_export.h"
+
+#include <fmt/format.h>
+
+#include <cctype>
+#include <cmath>
+#include <cstring>
+
+#include "core/errors.h"
+#include "core/files.h"
+#include "core/gguf.h"
+#include "core/gguf_write.h"
+#include "core/json_text.h"
+#include "models/families/hf_decoder.h"
+#include "models/family.h"
+#include "models/stored_tensors.h"
+#include "models/weights.h"
+#include "tokenizer/gguf_vocab.h"
+#include "tokenizer/tokenizer.h"
+
+namespace mstar {
+
+namespace {
+
+// llama.cpp's file type (llama_ftype) for a file whose matrices are `t`.
+uint32_t file_type(DType t) {
+  switch (t) {
+    case DType::f32:
+      return 0;
+    case DType::f16:
+      return 1;
+    case DType::q4_0:
+      return 2;
+    case DType::q8_0:
+      return 7;
+    case DType::bf16:
+      return 32;
+    default:
+      break;
+  }
+  MSTAR_ASSERT(false, "gguf_export: a type gguf_export_type admits");
+  return 0;
+}
+
+// The family's name for `in`: config.json's model_type, or general.architecture.
+std::string kind_of(const std::filesystem::path& in) {
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(in, ec) && is_gguf(in)) {
+    const GgufFile f = read_gguf(in);
+    const GgufValue* a = f.find("general.architecture");
+    if (!a || a->type != GgufType::string)
+      throw InputError(fmt::format("{}: metadata 'general.architecture' is {} (llama or qwen2)", in.string(),
+                                   a ? a->describe() : "missing"));
+    return a->text;
+  }
+  const std::filesystem::path config = in / "config.json";
+  const nlohmann::json j = parse_json(read_regular_file(config, kMiB, config.string()), config.string(), 16);
+  if (!j.is_object() || !j.contains("model_type") || !j["model_type"].is_string())
+    throw InputError(fmt::format("{}: model_type: expected llama or qwen2", config.string()));
+  return j["model_type"].get<std::string>();
+}
+
+// llama.cpp's name for a tensor (stored_tensors.h maps the other way).
+std::string gguf_name(const std::string& hf, int64_t layers) {
+  for (const std::string g : {"token_embd.weight", "output_norm.weight", "output.weight"})
+    if (hf_name_of_gguf(g) == hf) return g;
+  for (int64_t l = 0; l < layers; ++l)
+    for (const char* part : {"attn_norm.weight", "attn_q.weight", "attn_k.weight", "attn_v.weight", "attn_q.bias",
+                             "attn_k.bias", "attn_v.bias", "attn_output.weight", "ffn_norm.weight", "ffn_gate.weight",
+                             "ffn_up.weight", "ffn_down.weight"}) {
+      const std::string g = fmt::format("blk.{}.{}", l, part);
+      if (hf_name_of_gguf(g) == hf) return g;
+    }
+  MSTAR_ASSERT(false, "gguf_export: every tensor of the families has a GGUF name");
+  return hf;
+}
+
+// [rows, row_bytes] of `heads` heads from Hugging Face's rotary order into
+// llama.cpp's interleaved one: the inverse of restore_rope_halves.
+void interleave_rope_rows(unsigned char* data, int64_t rows, std::size_t row_bytes, int64_t heads) {
+  const int64_t per_head = rows / heads, half = per_head / 2;
+  std::vector<unsigned char> head(static_cast<std::size_t>(per_head) * row_bytes);  // one head as Hugging Face's
+  for (int64_t h = 0; h < heads; ++h) {
+    unsigned char* at = data + static_cast<std::size_t>(h * per_head) * row_bytes;
+    std::memcpy(head.data(), at, head.size());
+    for (int64_t i = 0; i < half; ++i)
+      for (int64_t j = 0; j < 2; ++j)
+        std::memcpy(at + static_cast<std::size_t>(2 * i + j) * row_bytes,
+                    head.data() + static_cast<std::size_t>(j * half + i) * row_bytes, row_bytes);
+  }
+}
+
+}  // namespace
+
+DType gguf_export_type(const std::string& text, const std::string& what) {
+  std::string lower = text;
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::optional<DType> t = find_dtype(lower);
+  if (!t || (*t != DType::f32 && *t != DType::f16 && *t != DType::bf16 && *t != DType::q8_0 && *t != DType::q4_0))
+    throw ConfigError(
+        fmt::format("{}: '{}' is not a type mstar writes (F32, F16, BF16, Q8_0, Q4_0; the K types are "
+                    "read, not written)",
+                    what, text));
+  return *t;
+}
+
+GgufExport export_gguf(const std::filesystem::path& in, const std::filesystem::path& out, DType type,
+                       const Progress& progress) {
+  const std::string kind = kind_of(in);
+  const ModelFamily* family = find_family(kind);
+  if (!family || !family->from_checkpoint)
+    throw InputError(fmt::format("{}: '{}' is not a family mstar writes as GGUF (llama or qwen2)", in.string(), kind));
+  std::string errors;
+  ArchitectureInput ai;
+  ai.checkpoint = in;
+  ai.error = [&](const std::string& e) { errors += (errors.empty() ? "" : "\n") + e; };
+  const std::unique_ptr<Architecture> arch = family->read_architecture(ai);
+  if (!arch) throw InputError(errors);
+  const auto& h = dynamic_cast<const HfArchitecture&>(*arch);
+  const TrunkShape& s = h.shape;
+  const std::vector<TensorSpec> specs = arch->tensors();
+  const Weights w = Weights::load(family->weight_files(in), specs, progress);
+
+  const std::string A = kind;
+  std::vector<std::pair<std::string, GgufValue>> meta = {
+      {"general.architecture", gguf_string(A)},
+      {"general.name", gguf_string((std::filesystem::is_directory(in) ? in.filename() : in.stem()).string())},
+      {"general.file_type", gguf_u32(file_type(type))},
+      {A + ".context_length", gguf_u32(static_cast<uint32_t>(h.context_length))},
+      {A + ".embedding_length", gguf_u32(static_cast<uint32_t>(s.width))},
+      {A + ".block_count", gguf_u32(static_cast<uint32_t>(s.layers))},
+      {A + ".feed_forward_length", gguf_u32(static_cast<uint32_t>(s.mlp_width))},
+      {A + ".attention.head_count", gguf_u32(static_cast<uint32_t>(s.heads))},
+      {A + ".attention.head_count_kv", gguf_u32(static_cast<uint32_t>(s.kv_heads))},
+      {A + ".attention.key_length", gguf_u32(static_cast<uint32_t>(s.head_dim))},
+      {A + ".attention.value_length", gguf_u32(static_cast<uint32_t>(s.head_dim))},
+      {A + ".attention.layer_norm_rms_epsilon", gguf_f32(static_cast<float>(s.norm_eps))},
+      {A + ".rope.freq_base", gguf_f32(static_cast<float>(h.rope_theta))},
+      {A + ".rope.dimension_count", gguf_u32(static_cast<uint32_t>(s.head_dim))},
+      {A + ".vocab_size", gguf_u32(static_cast<uint32_t>(h.vocab))},
+  };
+  if (type == DType::q8_0 || type == DType::q4_0) meta.emplace_back("general.quantization_version", gguf_u32(2));
+  if (h.rope_scaling.type == "linear") {
+    meta.emplace_back(A + ".rope.scaling.type", gguf_string("linear"));
+    meta.emplace_back(A + ".rope.scaling.factor", gguf_f32(static_cast<float>(h.rope_scaling.factor)));
+  }
+
+  // The tokenizer: the input GGUF's own keys, or the folder's tokenizer.json.
+  GgufExport r;
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(in, ec)) {
+    const GgufFile f = read_gguf(in);
+    for (const auto& [k, v] : f.metadata)
+      if (k.starts_with("tokenizer.")) {
+        meta.emplace_back(k, v);
+        r.tokenizer = true;
+      }
+  } else if (std::filesystem::exists(in / "tokenizer.json", ec)) {
+    const std::filesystem::path tj = in / "tokenizer.json";
+    const nlohmann::json j = parse_json(read_regular_file(tj, std::size_t{512} << 20, tj.string()), tj.string(), 64);
+    const Tokenizer tok = Tokenizer::from_file(in);  // checks what the conversion copies
+    // BOS and EOS: config.json's, else the tokenizer's own.
+    const std::optional<int32_t> bos = h.bos ? std::optional<int32_t>(static_cast<int32_t>(*h.bos)) : tok.bos_id();
+    const std::optional<int32_t> eos = !h.eos.empty() ? std::optional<int32_t>(h.eos[0]) : tok.eos_id();
+    for (auto& kv : tok::gguf_tokenizer_metadata(j, tj.string(), kind == "llama" ? "llama-bpe" : "qwen2", h.vocab, bos,
+                                                 eos, tok.adds_bos()))
+      meta.push_back(std::move(kv));
+    r.tokenizer = true;
+  }
+
+  std::vector<std::vector<unsigned char>> held;  // each tensor's bytes as written, until the file is
+  held.reserve(specs.size() + 1);
+  std::vector<GgufTensorOut> tensors;
+  for (const TensorSpec& t : specs) {
+    const WeightTensor& src = w.get(t.name);
+    std::vector<unsigned char> copy;
+    const void* rows = row_major(src, copy);
+    const int64_t n = t.numel(), row = t.shape.back();
+    std::vector<float> wide(static_cast<std::size_t>(n));
+    convert(rows, src.dtype, wide.data(), DType::f32, n);
+    DType dt = DType::f32;  // norms and biases stay f32, as llama.cpp's converter keeps them
+    if (t.shape.size() == 2) {
+      dt = fits_blocks(type, row) ? type : DType::f16;
+      ++(dt == type ? r.in_type : r.as_f16);
+    }
+    held.emplace_back(row_bytes(dt, n));
+    convert(wide.data(), DType::f32, held.back().data(), dt, n);
+    const bool rotary = kind == "llama" && (t.name.ends_with("q_proj.weight") || t.name.ends_with("k_proj.weight"));
+    if (rotary)
+      interleave_rope_rows(held.back().data(), t.shape[0], row_bytes(dt, row),
+                           t.name.ends_with("q_proj.weight") ? s.heads : s.kv_heads);
+    tensors.push_back(
+        {gguf_name(t.name, s.layers), {t.shape.rbegin(), t.shape.rend()}, dt, held.back().data(), held.back().size()});
+    r.bytes += held.back().size();
+  }
+  // llama3's scaling as its effect: frequency i divided by element i.
+  if (h.rope_scaling.type == "llama3" || !h.rope_freq_divisors.empty()) {
+    HfArchitecture plain = h;
+    plain.rope_scaling = RopeScaling{};
+    plain.rope_freq_divisors.clear();
+    const std::vector<double> base = plain.inv_freq(), scaled = h.inv_freq();
+    std::vector<float> div(base.size());
+    for (std::size_t i = 0; i < base.size(); ++i) div[i] = static_cast<float>(base[i] / scaled[i]);
+    held.emplace_back(div.size() * 4);
+    std::memcpy(held.back().data(), div.data(), held.back().size());
+    tensors.push_back(
+        {"rope_freqs.weight", {static_cast<int64_t>(div.size())}, DType::f32, held.back().data(), held.back().size()});
+  }
+  r.tensors = static_cast<int64_t>(tensors.size());
+  write_gguf(out, meta, tensors);
+  return r;
+}
+
+}  // namespace mstar
