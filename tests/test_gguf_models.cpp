@@ -219,7 +219,7 @@ TEST_CASE("gguf: the tokenizer a GGUF carries gives its tokenizer.json's ids and
     // mstar-quantize writes the same tokenizer from a folder that holds it.
     for (const char* f : {"tokenizer.json", "tokenizer_config.json"}) fs::copy_file(tokenizers / name / f, folder / f);
     const fs::path ours = dir.path / (name + "-ours.gguf");
-    CHECK(export_gguf(folder, ours, DType::f32).tokenizer);
+    CHECK(export_gguf(folder, ours, {DType::f32}).tokenizer);
     const Tokenizer ours_tok = Tokenizer::from_file(ours);
     const Tokenizer gguf_tok = Tokenizer::from_file(file);
     CHECK(gguf_tok.vocab_size() == json_tok.vocab_size());
@@ -251,10 +251,10 @@ TEST_CASE("gguf: the tokenizer a GGUF carries gives its tokenizer.json's ids and
 TEST_CASE("gguf: mstar-quantize writes the tensors the independent converter writes, byte for byte") {
   test::TempDir dir;
   const fs::path folder = blockable_llama(dir);
-  for (const char* type : {"F32", "F16", "Q8_0", "Q4_0"}) {
+  for (const char* type : {"F32", "F16", "Q8_0", "Q4_0", "Q4_K", "Q5_K", "Q6_K", "Q4_K_M"}) {
     CAPTURE(type);
     const fs::path ours = dir.path / fmt::format("ours-{}.gguf", type);
-    const GgufExport r = export_gguf(folder, ours, gguf_export_type(type, "--type"));
+    const GgufExport r = export_gguf(folder, ours, gguf_export_types(type, "--type"));
     CHECK(r.as_f16 == 0);
     CHECK(r.in_type == 2 + 7 * 2);
     std::string lower = type;
@@ -282,9 +282,9 @@ TEST_CASE("gguf: mstar-quantize writes the tensors the independent converter wri
       CHECK(a.find(key)->describe() == b.find(key)->describe());
     }
   }
-  CHECK_THROWS_WITH_AS(gguf_export_type("Q4_K", "--type"),
-                       "--type: 'Q4_K' is not a type mstar writes (F32, F16, BF16, Q8_0, Q4_0; the K types are read, "
-                       "not written)",
+  CHECK_THROWS_WITH_AS(gguf_export_types("Q3_K", "--type"),
+                       "--type: 'Q3_K' is not a type mstar writes (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K or "
+                       "Q4_K_M)",
                        ConfigError);
 }
 
@@ -297,7 +297,7 @@ TEST_CASE("gguf: the goldens written by mstar-quantize read back to the referenc
     CAPTURE(name);
     const nlohmann::json golden = test::load_json(kData / name / "golden.json");
     const fs::path file = dir.path / fmt::format("{}.gguf", name);
-    (void)export_gguf(kData / name, file, DType::f32);
+    (void)export_gguf(kData / name, file, {DType::f32});
     test::Loaded l = test::load(file, golden["config"]["model_type"], "stream", 0, 64);
     REQUIRE_MESSAGE(l.manifest, l.errors);
     check_golden(*l.manifest, Backend::cpu, golden);

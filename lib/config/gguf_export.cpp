@@ -22,9 +22,10 @@ namespace mstar {
 
 namespace {
 
-// llama.cpp's file type (llama_ftype) for a file whose matrices are `t`.
-uint32_t file_type(DType t) {
-  switch (t) {
+// llama.cpp's file type (llama_ftype) for files of these types.
+uint32_t file_type(const GgufTypes& t) {
+  if (t.q4_k_m) return 15;
+  switch (t.matrices) {
     case DType::f32:
       return 0;
     case DType::f16:
@@ -33,13 +34,28 @@ uint32_t file_type(DType t) {
       return 2;
     case DType::q8_0:
       return 7;
+    case DType::q4_k:
+      return 14;  // Q4_K_S: every matrix Q4_K
+    case DType::q5_k:
+      return 16;  // Q5_K_S
+    case DType::q6_k:
+      return 18;
     case DType::bf16:
       return 32;
-    default:
-      break;
   }
-  MSTAR_ASSERT(false, "gguf_export: a type gguf_export_type admits");
   return 0;
+}
+
+// The type tensor `name` (a matrix of `layers` layers) is written in.
+DType matrix_type(const GgufTypes& t, const std::string& name, bool tied, int64_t layers) {
+  if (!t.q4_k_m) return t.matrices;
+  if (name == "lm_head.weight" || (tied && name == "model.embed_tokens.weight")) return DType::q6_k;
+  int64_t l = -1;
+  if (name.starts_with("model.layers.")) l = std::stoll(name.substr(std::string("model.layers.").size()));
+  const bool more_bits = l >= 0 && (l < layers / 8 || l >= 7 * layers / 8 || (l - layers / 8) % 3 == 2);
+  if (more_bits && (name.ends_with("self_attn.v_proj.weight") || name.ends_with("mlp.down_proj.weight")))
+    return DType::q6_k;
+  return DType::q4_k;
 }
 
 // The family's name for `in`: config.json's model_type, or general.architecture.
@@ -92,19 +108,21 @@ void interleave_rope_rows(unsigned char* data, int64_t rows, std::size_t row_byt
 
 }  // namespace
 
-DType gguf_export_type(const std::string& text, const std::string& what) {
+GgufTypes gguf_export_types(const std::string& text, const std::string& what) {
   std::string lower = text;
   for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (lower == "q4_k_m") return {DType::q4_k, true};
+  if (lower == "q4_k_s" || lower == "q5_k_s") lower.resize(4);
   const std::optional<DType> t = find_dtype(lower);
-  if (!t || (*t != DType::f32 && *t != DType::f16 && *t != DType::bf16 && *t != DType::q8_0 && *t != DType::q4_0))
+  if (!t || !dtype_traits(*t).from_f32 || dtype_traits(*t).gguf < 0)
     throw ConfigError(
-        fmt::format("{}: '{}' is not a type mstar writes (F32, F16, BF16, Q8_0, Q4_0; the K types are "
-                    "read, not written)",
+        fmt::format("{}: '{}' is not a type mstar writes (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K "
+                    "or Q4_K_M)",
                     what, text));
-  return *t;
+  return {*t, false};
 }
 
-GgufExport export_gguf(const std::filesystem::path& in, const std::filesystem::path& out, DType type,
+GgufExport export_gguf(const std::filesystem::path& in, const std::filesystem::path& out, const GgufTypes& types,
                        const Progress& progress) {
   const std::string kind = kind_of(in);
   const ModelFamily* family = find_family(kind);
@@ -125,7 +143,7 @@ GgufExport export_gguf(const std::filesystem::path& in, const std::filesystem::p
   std::vector<std::pair<std::string, GgufValue>> meta = {
       {"general.architecture", gguf_string(A)},
       {"general.name", gguf_string((std::filesystem::is_directory(in) ? in.filename() : in.stem()).string())},
-      {"general.file_type", gguf_u32(file_type(type))},
+      {"general.file_type", gguf_u32(file_type(types))},
       {A + ".context_length", gguf_u32(static_cast<uint32_t>(h.context_length))},
       {A + ".embedding_length", gguf_u32(static_cast<uint32_t>(s.width))},
       {A + ".block_count", gguf_u32(static_cast<uint32_t>(s.layers))},
@@ -139,7 +157,7 @@ GgufExport export_gguf(const std::filesystem::path& in, const std::filesystem::p
       {A + ".rope.dimension_count", gguf_u32(static_cast<uint32_t>(s.head_dim))},
       {A + ".vocab_size", gguf_u32(static_cast<uint32_t>(h.vocab))},
   };
-  if (type == DType::q8_0 || type == DType::q4_0) meta.emplace_back("general.quantization_version", gguf_u32(2));
+  if (!is_element_type(types.matrices)) meta.emplace_back("general.quantization_version", gguf_u32(2));
   if (h.rope_scaling.type == "linear") {
     meta.emplace_back(A + ".rope.scaling.type", gguf_string("linear"));
     meta.emplace_back(A + ".rope.scaling.factor", gguf_f32(static_cast<float>(h.rope_scaling.factor)));
@@ -180,8 +198,9 @@ GgufExport export_gguf(const std::filesystem::path& in, const std::filesystem::p
     convert(rows, src.dtype, wide.data(), DType::f32, n);
     DType dt = DType::f32;  // norms and biases stay f32, as llama.cpp's converter keeps them
     if (t.shape.size() == 2) {
-      dt = fits_blocks(type, row) ? type : DType::f16;
-      ++(dt == type ? r.in_type : r.as_f16);
+      const DType want = matrix_type(types, t.name, h.tie_word_embeddings, s.layers);
+      dt = fits_blocks(want, row) ? want : DType::f16;
+      ++(dt == want ? r.in_type : r.as_f16);
     }
     held.emplace_back(row_bytes(dt, n));
     convert(wide.data(), DType::f32, held.back().data(), dt, n);

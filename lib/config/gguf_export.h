@@ -22,15 +22,24 @@ struct GgufExport {
   bool tokenizer = false;
 };
 
-// The types mstar writes: F32, F16, BF16, Q8_0, Q4_0 (any spelling
-// parse_dtype takes, or GGUF's upper case). Throws ConfigError naming
+// What the matrices are written as: one type, or llama.cpp's Q4_K_M mix.
+struct GgufTypes {
+  DType matrices = DType::f32;
+  // Q6_K for the logits' matrix (the embedding, when tied) and, on the
+  // layers llama.cpp's use_more_bits picks (the first and last eighth, every
+  // third between), attn_v and ffn_down; Q4_K for the rest.
+  bool q4_k_m = false;
+};
+
+// The types mstar writes: F32, F16, BF16, Q8_0, Q4_0, Q4_K (or Q4_K_S),
+// Q5_K (Q5_K_S), Q6_K, Q4_K_M, in either case. Throws ConfigError naming
 // `what` and the text for another.
-DType gguf_export_type(const std::string& text, const std::string& what);
+GgufTypes gguf_export_types(const std::string& text, const std::string& what);
 
 // Reads `in` as its family does (kind from config.json's model_type or the
 // GGUF's general.architecture) and writes `out`. Throws ConfigError or
 // InputError naming the file and the problem.
-GgufExport export_gguf(const std::filesystem::path& in, const std::filesystem::path& out, DType type,
+GgufExport export_gguf(const std::filesystem::path& in, const std::filesystem::path& out, const GgufTypes& types,
                        const Progress& progress = {});
 
 }  // namespace mstar

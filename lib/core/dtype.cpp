@@ -47,9 +47,9 @@ struct Table {
       {"bf16", "bfloat16", "BF16", 1, 2, bf16_to_f32_n, bf16_from_f32_n, 30},
       {"q8_0", "", "", kQ8_0Block, kQ8_0Bytes, q8_0_to_f32, q8_0_from_f32, 8},
       {"q4_0", "", "", kQ4_0Block, kQ4_0Bytes, q4_0_to_f32, q4_0_from_f32, 2},
-      {"q4_k", "", "", kQKBlock, kQ4_KBytes, q4_k_to_f32, nullptr, 12},
-      {"q5_k", "", "", kQKBlock, kQ5_KBytes, q5_k_to_f32, nullptr, 13},
-      {"q6_k", "", "", kQKBlock, kQ6_KBytes, q6_k_to_f32, nullptr, 14},
+      {"q4_k", "", "", kQKBlock, kQ4_KBytes, q4_k_to_f32, q4_k_from_f32, 12},
+      {"q5_k", "", "", kQKBlock, kQ5_KBytes, q5_k_to_f32, q5_k_from_f32, 13},
+      {"q6_k", "", "", kQKBlock, kQ6_KBytes, q6_k_to_f32, q6_k_from_f32, 14},
   }};
   std::atomic<int> count{8};
   std::mutex registering;

@@ -32,10 +32,22 @@ void q5_k_to_f32(const void* src, float* dst, int64_t n);
 void q6_k_to_f32(const void* src, float* dst, int64_t n);
 
 // n f32 values (a multiple of 32) into Q8_0 and Q4_0 blocks, as ggml's
-// reference quantisers round them: Q8_0 d = max|x| / 127, q = round(x / d)
+// reference quantisers round them (quantize_row_q8_0_ref, q4_0_ref): Q8_0 d = max|x| / 127, q = round(x / d)
 // half away from zero; Q4_0 d = -m / 8 for m the element of largest
 // magnitude, q = min(15, trunc(x / d + 8.5)).
 void q8_0_from_f32(const float* src, void* dst, int64_t n);
 void q4_0_from_f32(const float* src, void* dst, int64_t n);
+
+// n f32 values (a multiple of 256) into K blocks by ggml's reference
+// quantisers (quantize_row_q{4,5,6}_K_ref), whose every float operation and
+// order they keep, so the blocks are the reference's byte for byte
+// (docs/gguf.md, "Quantising"): Q4_K and Q5_K search each sub-block's scale
+// and min by weighted least squares over 21 and 16 candidate ranges
+// (weights sqrt(mean x^2) + |x|), then quantise the scales to 6 bits and
+// every value again against them; Q6_K searches each sub-block's signed
+// scale over 19 candidates (weights x^2), then the scales to int8.
+void q4_k_from_f32(const float* src, void* dst, int64_t n);
+void q5_k_from_f32(const float* src, void* dst, int64_t n);
+void q6_k_from_f32(const float* src, void* dst, int64_t n);
 
 }  // namespace mstar
