@@ -2,8 +2,10 @@
 // What the command-line programs share: the exit codes (0 done; 1 invalid
 // input or config, with a message naming it; 2 a usage error or an internal
 // one) and the --set overrides.
+#include <fmt/format.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <exception>
 #include <filesystem>
 #include <new>
@@ -11,10 +13,8 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-#include <fmt/format.h>
-
 #include "config/deployment.h"
+#include "config/model_deployment.h"
 #include "core/errors.h"
 #include "core/progress.h"
 
@@ -83,5 +83,51 @@ int guarded(const char* tool, Body&& body) {
     return kInternal;
   }
 }
+
+// `--model PATH` instead of a deployment file: the deployment
+// write_model_deployment builds for it (config/model_deployment.h), its
+// choices printed on standard error. The files live in a scratch folder as
+// long as this object.
+class ModelDeployment {
+ public:
+  explicit ModelDeployment(const std::string& model) {
+    dir_ = std::filesystem::temp_directory_path() / fmt::format("mstar-model-{}", ::getpid());
+    std::filesystem::create_directories(dir_);
+    std::vector<std::string> chosen;
+    config_ = write_model_deployment(model, dir_, chosen);
+    for (const std::string& line : chosen) fmt::print(stderr, "{}\n", line);
+  }
+  ~ModelDeployment() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  ModelDeployment(const ModelDeployment&) = delete;
+  ModelDeployment& operator=(const ModelDeployment&) = delete;
+  const std::filesystem::path& config() const { return config_; }
+
+ private:
+  std::filesystem::path dir_, config_;
+};
+
+// The deployment file or `--model PATH` options of a program that takes
+// either, exactly one.
+struct ConfigOrModel {
+  std::string config, model;
+  CLI::Option* config_option = nullptr;
+  CLI::Option* model_option = nullptr;
+  void add(CLI::App& app) {
+    config_option = app.add_option("config", config, "deployment YAML");
+    model_option = app.add_option("--model", model,
+                                  "instead of a deployment: a checkpoint folder, a GGUF file or a manifest, run with "
+                                  "the defaults docs/running.md documents (printed)");
+    config_option->excludes(model_option);
+  }
+  // A usage error (printed) when neither is given.
+  bool given(const char* tool) const {
+    if (!config.empty() || !model.empty()) return true;
+    fmt::print(stderr, "{}: give a deployment file or --model PATH\n", tool);
+    return false;
+  }
+};
 
 }  // namespace mstar::cli

@@ -1,4 +1,4 @@
-// mstar-check CONFIG... [--set dotted.key=value]... [--json]
+// mstar-check CONFIG... | --model PATH [--set dotted.key=value]... [--json]
 // Validates deployments and their model manifests before anything is
 // allocated, exactly as mstar-run loads them, and prints the memory plan.
 // Exit 0 when every config is valid, 1 when any file has errors (all of them
@@ -16,14 +16,28 @@
 int main(int argc, char** argv) {
   CLI::App app{"Validate mstar deployments and print their memory plan"};
   std::vector<std::string> configs, sets;
+  std::string model;
   bool json = false;
-  app.add_option("configs", configs, "deployment YAML files")->required();
-  app.add_option("--set", sets, "override a deployment key: dotted.key=value (repeatable)");
+  auto* files = app.add_option("configs", configs, "deployment YAML files");
+  app.add_option("--model", model,
+                 "instead of deployments: a checkpoint folder, a GGUF file or a manifest, with the defaults "
+                 "docs/running.md documents (printed)")
+      ->excludes(files);
+  app.add_option("--set", sets, "override a deployment key: dotted.key=value (repeatable)")->allow_extra_args(false);
   app.add_flag("--json", json, "print the plan as JSON");
   if (auto rc = mstar::cli::parse(app, argc, argv)) return *rc;
   const auto set_list = mstar::cli::sets(sets, "mstar-check");
   if (!set_list) return mstar::cli::kUsage;
+  if (configs.empty() && model.empty()) {
+    fmt::print(stderr, "mstar-check: give deployment files or --model PATH\n");
+    return mstar::cli::kUsage;
+  }
   return mstar::cli::guarded("mstar-check", [&] {
+    std::optional<mstar::cli::ModelDeployment> built;
+    if (!model.empty()) {
+      built.emplace(model);
+      configs = {built->config().string()};
+    }
     int rc = mstar::cli::kOk;
     nlohmann::json plans = nlohmann::json::array();
     for (const auto& path : configs) {

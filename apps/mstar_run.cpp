@@ -1,4 +1,4 @@
-// mstar-run CONFIG [--set k=v]... [--requests FILE|-] [--out FILE] [--json] [--frames-dir DIR] [--quiet]
+// mstar-run CONFIG | --model PATH [--set k=v]... [--requests FILE|-] [--out FILE] [--json] [--frames-dir DIR] [--quiet]
 // Runs a deployment: events as JSON lines (chunk, frame, done, error) on
 // standard output or --out, progress lines (the weights loading, then the
 // steps) on standard error when it is a terminal and --quiet is not given,
@@ -60,11 +60,12 @@ void catch_stop_signals() {
 
 int main(int argc, char** argv) {
   CLI::App app{"Run streaming generation for a deployment"};
-  std::string config, requests, out_path, frames_dir;
+  std::string requests, out_path, frames_dir;
   std::vector<std::string> sets;
   bool json = false;
-  app.add_option("config", config, "deployment YAML")->required();
-  app.add_option("--set", sets, "override a deployment key: dotted.key=value (repeatable)");
+  mstar::cli::ConfigOrModel given;
+  given.add(app);
+  app.add_option("--set", sets, "override a deployment key: dotted.key=value (repeatable)")->allow_extra_args(false);
   app.add_option("--requests", requests, "JSON lines of requests (a file, or - for standard input)");
   app.add_option("--out", out_path, "write events here instead of standard output");
   app.add_option("--frames-dir", frames_dir, "frames: write each frame's latents as raw f32 files here");
@@ -74,9 +75,12 @@ int main(int argc, char** argv) {
   if (auto rc = mstar::cli::parse(app, argc, argv)) return *rc;
   const auto set_list = mstar::cli::sets(sets, "mstar-run");
   if (!set_list) return mstar::cli::kUsage;
+  if (!given.given("mstar-run")) return mstar::cli::kUsage;
   return mstar::cli::guarded("mstar-run", [&] {
+    std::optional<mstar::cli::ModelDeployment> built;
+    if (!given.model.empty()) built.emplace(given.model);
     mstar::Diagnostics diags;
-    auto resolved = mstar::load_deployment(config, *set_list, diags);
+    auto resolved = mstar::load_deployment(built ? built->config().string() : given.config, *set_list, diags);
     if (!resolved) {
       std::cerr << diags.str();
       return mstar::cli::kInvalid;

@@ -1,4 +1,4 @@
-// mstar-serve CONFIG [--set k=v]... [--host H] [--port N] [--api-key KEY | --api-key-file PATH]
+// mstar-serve CONFIG | --model PATH [--set k=v]... [--host H] [--port N] [--api-key KEY | --api-key-file PATH]
 //                    [--ssl-cert PEM --ssl-key PEM] [--max-queue N]
 //                    [--max-body BYTES] [--threads-http N] [--stream-buffer N] [--read-timeout S] [--write-timeout S]
 //                    [--drain-seconds S]
@@ -20,11 +20,11 @@ int main(int argc, char** argv) {
   // First: a signal while the model loads is then a shutdown request too.
   mstar::serve::ShutdownSignals signals;
   CLI::App app{"Serve a deployment over HTTP: streaming generation, health, models and metrics"};
-  std::string config;
+  mstar::cli::ConfigOrModel given;
   std::vector<std::string> sets;
   mstar::serve::ServeOptions o;
-  app.add_option("config", config, "deployment YAML")->required();
-  app.add_option("--set", sets, "override a deployment key: dotted.key=value (repeatable)");
+  given.add(app);
+  app.add_option("--set", sets, "override a deployment key: dotted.key=value (repeatable)")->allow_extra_args(false);
   app.add_option("--host", o.host, "address to listen on")->capture_default_str();
   app.add_option("--port", o.port, "port to listen on; 0 picks a free one")->capture_default_str()->check(CLI::Range(0, 65535));
   auto* key = app.add_option("--api-key", o.api_key,
@@ -55,11 +55,14 @@ int main(int argc, char** argv) {
   o.loading = mstar::cli::progress_unless(quiet);
   const auto set_list = mstar::cli::sets(sets, "mstar-serve");
   if (!set_list) return mstar::cli::kUsage;
+  if (!given.given("mstar-serve")) return mstar::cli::kUsage;
   return mstar::cli::guarded("mstar-serve", [&] {
     if (!key_file.empty()) o.api_key = mstar::serve::read_api_key_file(key_file);
     else if (key->count()) mstar::serve::check_api_key(o.api_key, "--api-key");
+    std::optional<mstar::cli::ModelDeployment> built;
+    if (!given.model.empty()) built.emplace(given.model);
     mstar::Diagnostics diags;
-    auto resolved = mstar::load_deployment(config, *set_list, diags);
+    auto resolved = mstar::load_deployment(built ? built->config().string() : given.config, *set_list, diags);
     if (!resolved) {
       std::cerr << diags.str();
       return mstar::cli::kInvalid;

@@ -13,6 +13,7 @@
 #include "core/errors.h"
 #include "core/ggml_blocks.h"
 #include "core/gguf.h"
+#include "models/stored_tensors.h"
 #include "temp_dir.h"
 
 using namespace mstar;
@@ -213,4 +214,17 @@ TEST_CASE("gguf: Q8_0 and Q4_0 blocks read as the format defines, and quantise a
   q4_0_to_f32(back4, out, 32);
   CHECK(out[5] == -8.0f);
   for (int i = 0; i < 32; ++i) CHECK(std::fabs(out[i] - x[i]) <= 0.5f + 1e-6f);
+}
+
+TEST_CASE("gguf: a tensor of a block type where a model keeps a vector (a norm, a bias) is refused by name") {
+  test::TempDir dir;
+  Bytes f;
+  f.header(1, 1).kv_str("general.architecture", "llama").tensor("blk.0.attn_norm.weight", {64}, 8, 0);
+  f.align().data(2 * kQ8_0Bytes);
+  dir.write("m.gguf", f.b);
+  CHECK_NOTHROW((void)read_gguf(dir / "m.gguf"));  // the container is sound
+  CHECK_THROWS_WITH_AS((void)index_weights({dir / "m.gguf"}),
+                       doctest::Contains("tensor 'blk.0.attn_norm.weight' is a vector of q8_0 (a norm or bias is f32, "
+                                         "f16 or bf16)"),
+                       InputError);
 }

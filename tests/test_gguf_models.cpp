@@ -21,8 +21,10 @@
 #include "backends.h"
 #include "checkpoints.h"
 #include "config/gguf_export.h"
+#include "config/model_deployment.h"
 #include "core/errors.h"
 #include "core/gguf.h"
+#include "engine/program.h"
 #include "models/families/hf_decoder.h"
 #include "models/weights.h"
 #include "support.h"
@@ -122,14 +124,13 @@ TEST_CASE("gguf: the goldens converted to GGUF in their own dtype give the refer
   }
 }
 
-// Tolerance: the quantised model and its dequantised twin multiply the same
-// f32 values (a block widened exactly), summed in another order; measured
-// at most ~1e-6 on logits of order 1.
+// Tolerance: the quantised (or f16) model and its dequantised twin multiply
+// the same f32 values (a block widened exactly), summed in another order.
 TEST_CASE("gguf: quantised files give the logits of their weights dequantised to f32, on every host backend") {
   test::TempDir dir;
   const fs::path folder = blockable_llama(dir);
   const std::vector<int32_t> voice = {3, 5, 7, 9, 11, 13, 15, 17, 19, 21}, prompt = {30, 31, 32};
-  for (const char* outtype : {"q8_0", "q4_0", "q4_k", "q5_k", "q6_k", "q4_k_m"}) {
+  for (const char* outtype : {"f16", "q8_0", "q4_0", "q4_k", "q5_k", "q6_k", "q4_k_m"}) {
     CAPTURE(outtype);
     const fs::path file = convert(folder, outtype, dir);
     test::Loaded q = test::load(file, "llama", "stream", 0, 64);
@@ -300,6 +301,33 @@ TEST_CASE("gguf: the goldens written by mstar-quantize read back to the referenc
     (void)export_gguf(kData / name, file, {DType::f32});
     test::Loaded l = test::load(file, golden["config"]["model_type"], "stream", 0, 64);
     REQUIRE_MESSAGE(l.manifest, l.errors);
+    // Without a tokenizer the file still carries BOS and the first EOS.
+    test::Loaded folder = test::load(kData / name, golden["config"]["model_type"], "stream", 0, 64);
+    REQUIRE_MESSAGE(folder.manifest, folder.errors);
+    const auto& g = dynamic_cast<const HfArchitecture&>(*l.manifest->arch);
+    const auto& h = dynamic_cast<const HfArchitecture&>(*folder.manifest->arch);
+    CHECK(g.bos == h.bos);
+    REQUIRE(!g.eos.empty());
+    CHECK(g.eos[0] == h.eos[0]);
     check_golden(*l.manifest, Backend::cpu, golden);
   }
+}
+
+// --model PATH (config/model_deployment.h) on a GGUF file: the deployment
+// the documented defaults give, which loads as mstar-run loads it.
+TEST_CASE("gguf: --model on a GGUF file gives a deployment with the documented defaults") {
+  test::TempDir dir;
+  const fs::path file = convert(blockable_llama(dir), "q8_0", dir);
+  std::vector<std::string> chosen;
+  const fs::path config = write_model_deployment(file, dir.path, chosen);
+  Diagnostics d;
+  const std::optional<ResolvedDeployment> r = load_deployment(config, {}, d);
+  REQUIRE_MESSAGE(r, d.str());
+  REQUIRE(chosen.size() == 4);
+  // No max_position_embeddings in config.json, so no context_length in the file: 4096.
+  CHECK(chosen[0].find("llama checkpoint, context 4096") != std::string::npos);
+  CHECK(chosen[1].find("4 sinks + a window of 3004 + a query window of 64, voices up to 1024 tokens") !=
+        std::string::npos);
+  CHECK(r->model.checkpoint == fs::absolute(file));
+  CHECK(r->model.family->name == "llama");
 }

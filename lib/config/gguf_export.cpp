@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "config/checkpoint_kind.h"
 #include "core/errors.h"
 #include "core/files.h"
 #include "core/gguf.h"
@@ -58,24 +59,6 @@ DType matrix_type(const GgufTypes& t, const std::string& name, bool tied, int64_
   return DType::q4_k;
 }
 
-// The family's name for `in`: config.json's model_type, or general.architecture.
-std::string kind_of(const std::filesystem::path& in) {
-  std::error_code ec;
-  if (std::filesystem::is_regular_file(in, ec) && is_gguf(in)) {
-    const GgufFile f = read_gguf(in);
-    const GgufValue* a = f.find("general.architecture");
-    if (!a || a->type != GgufType::string)
-      throw InputError(fmt::format("{}: metadata 'general.architecture' is {} (llama or qwen2)", in.string(),
-                                   a ? a->describe() : "missing"));
-    return a->text;
-  }
-  const std::filesystem::path config = in / "config.json";
-  const nlohmann::json j = parse_json(read_regular_file(config, kMiB, config.string()), config.string(), 16);
-  if (!j.is_object() || !j.contains("model_type") || !j["model_type"].is_string())
-    throw InputError(fmt::format("{}: model_type: expected llama or qwen2", config.string()));
-  return j["model_type"].get<std::string>();
-}
-
 // llama.cpp's name for a tensor (stored_tensors.h maps the other way).
 std::string gguf_name(const std::string& hf, int64_t layers) {
   for (const std::string g : {"token_embd.weight", "output_norm.weight", "output.weight"})
@@ -124,7 +107,7 @@ GgufTypes gguf_export_types(const std::string& text, const std::string& what) {
 
 GgufExport export_gguf(const std::filesystem::path& in, const std::filesystem::path& out, const GgufTypes& types,
                        const Progress& progress) {
-  const std::string kind = kind_of(in);
+  const std::string kind = checkpoint_kind(in);
   const ModelFamily* family = find_family(kind);
   if (!family || !family->from_checkpoint)
     throw InputError(fmt::format("{}: '{}' is not a family mstar writes as GGUF (llama or qwen2)", in.string(), kind));
@@ -184,6 +167,10 @@ GgufExport export_gguf(const std::filesystem::path& in, const std::filesystem::p
                                                  eos, tok.adds_bos()))
       meta.push_back(std::move(kv));
     r.tokenizer = true;
+  } else {
+    // No tokenizer, but the ids that start and end a stream are the model's.
+    if (h.bos) meta.emplace_back("tokenizer.ggml.bos_token_id", gguf_u32(static_cast<uint32_t>(*h.bos)));
+    if (!h.eos.empty()) meta.emplace_back("tokenizer.ggml.eos_token_id", gguf_u32(static_cast<uint32_t>(h.eos[0])));
   }
 
   std::vector<std::vector<unsigned char>> held;  // each tensor's bytes as written, until the file is

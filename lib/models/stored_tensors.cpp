@@ -51,6 +51,11 @@ std::map<std::string, StoredTensor> index_gguf(const std::filesystem::path& path
   for (const GgufTensor& t : f.tensors) {
     // llama3's rotary scaling, which the architecture reads (docs/gguf.md).
     if (llama && t.name == "rope_freqs.weight") continue;
+    // Norms, biases and rope_freqs are vectors, which llama.cpp's
+    // converters keep in f32 (or f16): a block type there is no model's.
+    if (t.dims.size() == 1 && !is_element_type(t.dtype))
+      throw InputError(fmt::format("{}: tensor '{}' is a vector of {} (a norm or bias is f32, f16 or bf16)",
+                                   path.string(), t.name, to_string(t.dtype)));
     StoredTensor s;
     s.file = path;
     s.stored_dtype = std::string(to_string(t.dtype));
