@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "config/checkpoint_kind.h"
+#include "config/checkpoint.h"
 #include "core/errors.h"
 #include "core/files.h"
 #include "core/gguf.h"
@@ -107,20 +107,13 @@ GgufTypes gguf_export_types(const std::string& text, const std::string& what) {
 
 GgufExport export_gguf(const std::filesystem::path& in, const std::filesystem::path& out, const GgufTypes& types,
                        const Progress& progress) {
-  const std::string kind = checkpoint_kind(in);
-  const ModelFamily* family = find_family(kind);
-  if (!family || !family->from_checkpoint)
-    throw InputError(fmt::format("{}: '{}' is not a family mstar writes as GGUF (llama or qwen2)", in.string(), kind));
-  std::string errors;
-  ArchitectureInput ai;
-  ai.checkpoint = in;
-  ai.error = [&](const std::string& e) { errors += (errors.empty() ? "" : "\n") + e; };
-  const std::unique_ptr<Architecture> arch = family->read_architecture(ai);
-  if (!arch) throw InputError(errors);
-  const auto& h = dynamic_cast<const HfArchitecture&>(*arch);
+  const Checkpoint c = read_checkpoint(in, "mstar-quantize");
+  const std::string& kind = c.family->name;
+  const HfArchitecture& h = *c.arch;
+  const Architecture* arch = c.arch.get();
   const TrunkShape& s = h.shape;
   const std::vector<TensorSpec> specs = arch->tensors();
-  const Weights w = Weights::load(family->weight_files(in), specs, progress);
+  const Weights w = Weights::load(c.family->weight_files(in), specs, progress);
 
   const std::string A = kind;
   std::vector<std::pair<std::string, GgufValue>> meta = {

@@ -6,7 +6,7 @@
 #include <fstream>
 #include <thread>
 
-#include "config/checkpoint_kind.h"
+#include "config/checkpoint.h"
 #include "config/diagnostics.h"
 #include "config/manifest.h"
 #include "core/errors.h"
@@ -49,18 +49,9 @@ std::string machine_part(std::vector<std::string>& chosen) {
 
 std::filesystem::path checkpoint_deployment(const std::filesystem::path& model, const std::filesystem::path& dir,
                                             std::vector<std::string>& chosen) {
-  const std::string kind = checkpoint_kind(model);
-  const ModelFamily* family = find_family(kind);
-  if (!family || !family->from_checkpoint)
-    throw InputError(
-        fmt::format("--model {}: '{}' is not a checkpoint family mstar runs (llama or qwen2)", model.string(), kind));
-  std::string errors;
-  ArchitectureInput in;
-  in.checkpoint = model;
-  in.error = [&](const std::string& e) { errors += (errors.empty() ? "" : "\n") + e; };
-  const std::unique_ptr<Architecture> arch = family->read_architecture(in);
-  if (!arch) throw InputError(errors);
-  const auto& h = dynamic_cast<const HfArchitecture&>(*arch);
+  const Checkpoint c = read_checkpoint(model, "--model");
+  const std::string& kind = c.family->name;
+  const HfArchitecture& h = *c.arch;
   const int64_t span = std::min(h.context_length, kMaxSpan);
   const int64_t source = span / 4, window = span - source - kSink - kQueryWindow;
   if (window < 1)
@@ -77,7 +68,7 @@ std::filesystem::path checkpoint_deployment(const std::filesystem::path& model, 
   // Slots: half the memory the weights leave, a slot holding K and V of
   // every layer for sink + window + query window entries in bf16.
   uint64_t weights = 0;
-  for (const auto& [name, t] : index_weights(family->weight_files(model))) weights += t.bytes;
+  for (const auto& [name, t] : index_weights(c.family->weight_files(model))) weights += t.bytes;
   const TrunkShape& s = h.shape;
   const auto slot =
       static_cast<uint64_t>(s.layers * 2 * s.kv_heads * (kSink + window + kQueryWindow) * s.head_dim * kKvBytes);

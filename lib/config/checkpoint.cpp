@@ -1,4 +1,4 @@
-#include "config/checkpoint_kind.h"
+#include "config/checkpoint.h"
 
 #include <fmt/format.h>
 
@@ -26,6 +26,26 @@ std::string checkpoint_kind(const std::filesystem::path& in) {
   if (!j.is_object() || !j.contains("model_type") || !j["model_type"].is_string())
     throw InputError(fmt::format("{}: model_type: expected llama or qwen2", config.string()));
   return j["model_type"].get<std::string>();
+}
+
+Checkpoint read_checkpoint(const std::filesystem::path& checkpoint, const std::string& what) {
+  const std::string kind = checkpoint_kind(checkpoint);
+  Checkpoint c;
+  c.family = find_family(kind);
+  if (!c.family || !c.family->from_checkpoint)
+    throw InputError(
+        fmt::format("{} {}: '{}' is not a checkpoint family (llama or qwen2)", what, checkpoint.string(), kind));
+  std::string errors;
+  ArchitectureInput in;
+  in.checkpoint = checkpoint;
+  in.error = [&](const std::string& e) { errors += (errors.empty() ? "" : "\n") + e; };
+  std::unique_ptr<Architecture> arch = c.family->read_architecture(in);
+  if (!arch) throw InputError(errors);
+  auto* h = dynamic_cast<HfArchitecture*>(arch.get());
+  MSTAR_ASSERT(h, "a checkpoint family's architecture is an HfArchitecture");
+  arch.release();
+  c.arch.reset(h);
+  return c;
 }
 
 }  // namespace mstar
