@@ -67,6 +67,68 @@ __device__ __forceinline__ float load_as_f32(const void* base, int dt, int64_t i
   return dt == kF16 ? f16_bits_to_f32(b) : bf16_bits_to_f32(b);
 }
 
+// ---- ggml's block types (core/ggml_blocks.h), read an element at a time ----
+
+constexpr int kQ8_0 = static_cast<int>(DType::q8_0), kQ4_0 = static_cast<int>(DType::q4_0);
+constexpr int kQ4_K = static_cast<int>(DType::q4_k), kQ5_K = static_cast<int>(DType::q5_k);
+constexpr int kQ6_K = static_cast<int>(DType::q6_k);
+
+__device__ __forceinline__ float half_at(const unsigned char* p) {
+  return f16_bits_to_f32(static_cast<uint16_t>(p[0] | (p[1] << 8)));
+}
+
+// Sub-block j's 6-bit scale and min of a Q4_K or Q5_K block (its 12 packed bytes).
+__device__ __forceinline__ void scale_min_k4(int j, const unsigned char* q, float& sc, float& m) {
+  if (j < 4) {
+    sc = static_cast<float>(q[j] & 63);
+    m = static_cast<float>(q[j + 4] & 63);
+  } else {
+    sc = static_cast<float>((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
+    m = static_cast<float>((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+  }
+}
+
+// Element i of a buffer of block type dt, as f32, in the host's operation
+// order (d * sc first, then the level, then the min), so it reads the
+// host's value exactly.
+__device__ __forceinline__ float block_element(const void* base, int dt, int64_t i) {
+  const auto* w = static_cast<const unsigned char*>(base);
+  if (dt == kQ8_0) {
+    const unsigned char* b = w + (i / 32) * 34;
+    return __fmul_rn(static_cast<float>(static_cast<signed char>(b[2 + i % 32])), half_at(b));
+  }
+  if (dt == kQ4_0) {
+    const unsigned char* b = w + (i / 32) * 18;
+    const int e = static_cast<int>(i % 32);
+    const int q = e < 16 ? (b[2 + e] & 0xF) : (b[2 + e - 16] >> 4);
+    return __fmul_rn(static_cast<float>(q - 8), half_at(b));
+  }
+  const int e = static_cast<int>(i % 256);
+  if (dt == kQ6_K) {
+    const unsigned char* b = w + (i / 256) * 210;
+    const int h = e / 128, l = e % 32, qq = (e % 128) / 32;
+    const unsigned char lo = b[h * 64 + l + (qq & 1) * 32];
+    const int q = ((qq < 2 ? lo & 0xF : lo >> 4) | (((b[128 + h * 32 + l] >> (2 * qq)) & 3) << 4)) - 32;
+    const float sc = static_cast<float>(static_cast<signed char>(b[192 + h * 8 + l / 16 + 2 * qq]));
+    return __fmul_rn(__fmul_rn(half_at(b + 208), sc), static_cast<float>(q));
+  }
+  // Q4_K and Q5_K: sub-block s = e / 32, its nibble in byte 32 * (s / 2) + e % 32, low for even s.
+  const bool five = dt == kQ5_K;
+  const unsigned char* b = w + (i / 256) * (five ? 176 : 144);
+  const int s = e / 32;
+  float sc, m;
+  scale_min_k4(s, b + 4, sc, m);
+  const unsigned char byte = b[(five ? 48 : 16) + 32 * (s / 2) + e % 32];
+  int q = s % 2 == 0 ? byte & 0xF : byte >> 4;
+  if (five && ((b[16 + e % 32] >> s) & 1)) q += 16;
+  return __fsub_rn(__fmul_rn(__fmul_rn(half_at(b), sc), static_cast<float>(q)), __fmul_rn(half_at(b + 2), m));
+}
+
+// Element i of a weight buffer of any type the backend takes, as f32.
+__device__ __forceinline__ float weight_at(const void* base, int dt, int64_t i) {
+  return dt <= kBF16 ? load_as_f32(base, dt, i) : block_element(base, dt, i);
+}
+
 // Element i of a buffer of dtype dt set to x, rounded exactly as the host's
 // store_from_f32 rounds (convert.h).
 __device__ __forceinline__ void store_from_f32(void* base, int dt, int64_t i, float x) {

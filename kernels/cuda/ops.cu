@@ -15,6 +15,8 @@
 //     count depends only on the shape and the device, so results are
 //     reproducible. Rows are a template (1, 2, 4, 8, 16) so no FMA is spent
 //     on absent rows. Activations stay f32: error is f32 accumulation alone.
+//     ggml's block types (core/ggml_blocks.h) are read an element at a
+//     time in the host's operation order, 16 rows at a time at any rows.
 //   rows > 16: cuBLAS, row-major mapped to column-major as y^T = w . x^T
 //     (op(A) = w^T viewed column-major, lda = in; B = x^T, ldb = x_stride;
 //     C = y^T, ldc = y_stride), beta = 1 to accumulate, bias added after.
@@ -55,6 +57,11 @@ constexpr int kMvStep = 256;             // inputs per step: 32 lanes x 8
 // The 8 weights of row o at inputs [k, k + 8) as f32, zeros past `in`.
 __device__ __forceinline__ void load_w8(const MatmulParams& p, int dt, int64_t o, int64_t k, bool vec, float (&w)[8]) {
   const int64_t at = o * p.in + k;
+  if (dt > kBF16) {  // a block type: `in` is whole blocks, so all 8 are there
+#pragma unroll
+    for (int e = 0; e < 8; ++e) w[e] = block_element(p.w, dt, at + e);
+    return;
+  }
   if (vec && k + 8 <= p.in) {
     if (dt == kF32) {
       const float* src = static_cast<const float*>(p.w) + at;
@@ -303,7 +310,7 @@ __global__ void embed_kernel(EmbedParams p) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t t = i / p.width, c = i % p.width;
-    p.out[i] = load_as_f32(p.table, dt, static_cast<int64_t>(p.ids[t]) * p.width + c);
+    p.out[i] = weight_at(p.table, dt, static_cast<int64_t>(p.ids[t]) * p.width + c);
   }
 }
 
@@ -334,6 +341,17 @@ __global__ void lerp_kernel(LerpParams p) {
 }  // namespace
 
 void matmul_cuda(const MatmulParams& p) {
+  // Block types take the hand-written kernel, 16 rows at a time: cuBLAS reads no ggml block.
+  if (p.w_dtype != DType::f32 && p.w_dtype != DType::f16 && p.w_dtype != DType::bf16 && p.rows > 16) {
+    for (int64_t r = 0; r < p.rows; r += 16) {
+      MatmulParams q = p;
+      q.rows = p.rows - r < 16 ? p.rows - r : 16;
+      q.x = p.x + r * p.x_stride;
+      q.y = p.y + r * p.y_stride;
+      matmul_cuda(q);
+    }
+    return;
+  }
   if (p.rows > 16) return matmul_cublas(p);
   if (p.rows == 1) return launch_mv<1>(p);
   if (p.rows == 2) return launch_mv<2>(p);
