@@ -294,7 +294,8 @@ std::optional<ModelManifest> load_manifest(const std::filesystem::path& path, co
   // that has no tokenizer.json.
   if (!tn && m.arch && std::filesystem::is_regular_file(m.checkpoint, ec) && is_gguf(m.checkpoint)) {
     try {
-      const GgufValue* model = read_gguf(m.checkpoint).find("tokenizer.ggml.model");
+      const GgufFile f = read_gguf(m.checkpoint);  // held: `model` points into it
+      const GgufValue* model = f.find("tokenizer.ggml.model");
       if (model && model->type == GgufType::string && model->text == "gpt2") m.tokenizer_path = m.checkpoint;
     } catch (const InputError& e) {  // the file changed since its architecture was read
       ctx.error(*top->find("checkpoint"), fmt::format("checkpoint: {}", e.what()));
