@@ -1,7 +1,8 @@
 // A block-quantised dtype defined here and nowhere else, registered as one
 // row of the dtype traits, flows through a weights file, the memory plan and
 // the reference backend's product without any other file knowing it: the
-// seam a quantised type (GGUF's Q8_0, Q4_K, ...) plugs into.
+// seam an embedder's type plugs into (ggml's block types are built-in rows:
+// core/ggml_blocks.h).
 #include <doctest/doctest.h>
 
 #include <algorithm>

@@ -141,7 +141,11 @@ TEST_CASE("gguf: hostile headers are refused naming the problem, the key or tens
   refused(Bytes().header(uint64_t{1} << 60, 0), "tensor count 1152921504606846976 is more than");
   refused(Bytes().header(0, uint64_t{1} << 60), "metadata count 1152921504606846976 is more than");
   refused(Bytes().header(0, 1).str("k").put<uint32_t>(9).put<uint32_t>(5).put<uint64_t>(uint64_t{1} << 62),
-          "metadata 'k': an array of 4611686018427387904 i32, more than the 0 bytes left");
+          "metadata 'k': an array of 4611686018427387904 i32 (at most 4194304)");
+  refused(Bytes().header(0, 1).str("k").put<uint32_t>(9).put<uint32_t>(5).put<uint64_t>(1000).data(16),
+          "metadata 'k': an array of 1000 i32, more than the 16 bytes left");
+  refused(Bytes().header(0, 1).str("k").put<uint32_t>(9).put<uint32_t>(0).put<uint64_t>(uint64_t{1} << 23).data(64),
+          "metadata 'k': an array of 8388608 u8 (at most 4194304)");
   refused(Bytes().header(0, 1).put<uint64_t>(uint64_t{1} << 40).data(16),
           "metadata key 0: a string of 1099511627776 bytes");
   refused(Bytes().header(0, 1).str("bad\xff").put<uint32_t>(4).put<uint32_t>(1), "metadata key 0: not UTF-8 (byte 3");

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <limits>
+#include <set>
 
 #include "core/errors.h"
 #include "core/utf8.h"
@@ -23,6 +24,11 @@ namespace {
 constexpr uint64_t kMaxKeyBytes = 1 << 16;
 constexpr uint64_t kMaxDims = 4;  // ggml's GGML_MAX_DIMS
 constexpr uint64_t kMaxNameBytes = 1 << 10;
+// A vocabulary's tokens or merges are the longest arrays models hold (a
+// few hundred thousand); an element is kept in 8 bytes or more whatever
+// its size in the file, so a hostile array of bytes could ask for 8 times
+// the file's size.
+constexpr uint64_t kMaxArray = 1 << 22;
 
 // The file read front to back through a buffer, every read checked against
 // its size; `where` names what is being read for messages.
@@ -199,6 +205,8 @@ GgufValue read_value(Cursor& c, GgufType t, const std::string& what) {
   const auto n = c.scalar<uint64_t>(what + " (array length)");
   // A string takes at least its 8-byte length.
   const uint64_t least = v.element == GgufType::string ? 8 : scalar_bytes(v.element);
+  if (n > kMaxArray)
+    c.fail(fmt::format("{}: an array of {} {} (at most {})", what, n, to_string(v.element), kMaxArray));
   if (n > c.left() / least)
     c.fail(fmt::format("{}: an array of {} {}, more than the {} bytes left in the file could hold", what, n,
                        to_string(v.element), c.left()));
@@ -364,9 +372,10 @@ GgufFile read_gguf(const std::filesystem::path& path) {
       c.fail(fmt::format("metadata 'general.alignment': {} (a u32 power of two)", a->describe()));
     f.alignment = static_cast<uint64_t>(a->integer);
   }
+  std::set<std::string, std::less<>> names;
   for (uint64_t i = 0; i < tensor_count; ++i) {
     GgufTensor t = read_tensor_info(c, i);
-    if (f.tensor(t.name)) c.fail(fmt::format("tensor '{}' appears twice", t.name));
+    if (!names.insert(t.name).second) c.fail(fmt::format("tensor '{}' appears twice", t.name));
     f.tensors.push_back(std::move(t));
   }
   // The data starts at the next multiple of the alignment.

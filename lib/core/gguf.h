@@ -5,8 +5,9 @@
 // offset), then, at the file's alignment, the tensors' bytes. Little-endian;
 // versions 2 and 3 read alike (3 only allows big-endian files, which are
 // refused). Reading checks everything against the file before anything is
-// kept: every count against the bytes left, every string as UTF-8, every
-// tensor's type, size and offset inside the data and apart from the others.
+// kept: every count against the bytes left (and an array's against 2^22
+// elements), every string as UTF-8, every tensor's type, size and offset
+// inside the data and apart from the others.
 #include <cstdint>
 #include <filesystem>
 #include <map>

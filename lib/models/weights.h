@@ -1,6 +1,6 @@
 #pragma once
 // A model's weights on the host, by tensor name, each in the dtype it is
-// stored in: read from safetensors files into host memory as stored, or
+// stored in: read from safetensors or GGUF files into host memory as stored, or
 // made by the documented dummy initialisation, and then, for the backend
 // that runs them, matrices laid out as its products read them fastest
 // (arrange_for). A family asks for the dtype it computes in (ModelParams),
@@ -40,10 +40,12 @@ class Weights {
  public:
   static Weights dummy(const std::vector<TensorSpec>& specs, uint64_t seed);
   // The tensors `specs` names, from safetensors `files` (several for a
-  // sharded model), read into host memory. Throws InputError naming the file and the
-  // tensor: missing, unexpected, of a dtype other than F32/F16/BF16, of
-  // another shape, holding the wrong number of bytes, or holding a NaN or an
-  // infinity (every value is checked once, at load).
+  // sharded model) or one GGUF file (models/stored_tensors.h: its names
+  // mapped, llama's rotary rows restored), read into host memory as stored.
+  // Throws InputError naming the file and the tensor: missing, unexpected,
+  // of a dtype mstar has no row for, of another shape, holding the wrong
+  // number of bytes, or holding a NaN or an infinity (every value is
+  // checked once, at load).
   // `progress` hears the bytes read after each tensor.
   static Weights load(const std::vector<std::filesystem::path>& files, const std::vector<TensorSpec>& specs,
                       const Progress& progress = {});
