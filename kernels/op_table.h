@@ -23,10 +23,12 @@ struct OpTable {
   bool host_memory = false;
 
   // What its products take: weights of dtype w (bodies exist for it),
-  // activations rounded to bf16 (MatmulParams::x_dtype), weights and
-  // embedding tables laid out as pair panels.
+  // activations rounded to bf16 or quantised to q8_0 for block-type weights
+  // (MatmulParams::x_dtype), weights and embedding tables laid out as pair
+  // panels.
   bool (*takes_weights)(DType w) = nullptr;
   bool bf16_activations = false;
+  bool q8_0_activations = false;
   bool pair_panels = false;
   // The layout its products read a matrix of dtype w and width `in`
   // fastest in (one it takes).

@@ -2,10 +2,12 @@
 #include "ops.h"
 
 #include <cstdint>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "core/errors.h"
+#include "core/ggml_blocks.h"
 #include "kernels/op_table.h"
 
 namespace mstar::kernels {
@@ -28,10 +30,14 @@ bool check_matmul(const char* op, const OpTable& t, const MatmulParams& p) {
   check(p.x_stride >= p.in && p.y_stride >= p.out, op,
         fmt::format("strides ({}, {}) smaller than the rows ({}, {})", p.x_stride, p.y_stride, p.in, p.out));
   check(p.threads >= 1, op, fmt::format("threads must be at least 1, got {}", p.threads));
-  check(p.x_dtype == DType::f32 || p.x_dtype == DType::bf16, op,
-        fmt::format("activations are rounded to f32 or bf16, got {}", to_string(p.x_dtype)));
-  check(p.x_dtype == DType::f32 || t.bf16_activations, op,
-        fmt::format("the {} backend takes f32 activations only", to_string(t.backend)));
+  check(p.x_dtype == DType::f32 || p.x_dtype == DType::bf16 || p.x_dtype == DType::q8_0, op,
+        fmt::format("activations are rounded to f32 or bf16 or quantised to q8_0, got {}", to_string(p.x_dtype)));
+  check(p.x_dtype != DType::bf16 || t.bf16_activations, op,
+        fmt::format("the {} backend takes no activations rounded to bf16", to_string(t.backend)));
+  check(p.x_dtype != DType::q8_0 || t.q8_0_activations, op,
+        fmt::format("the {} backend takes no activations quantised to q8_0", to_string(t.backend)));
+  check(p.x_dtype != DType::q8_0 || !is_element_type(p.w_dtype), op,
+        fmt::format("activations quantised to q8_0 go with weights of a block type, not {}", to_string(p.w_dtype)));
   check(t.takes_weights(p.w_dtype), op,
         fmt::format("the {} backend has no product for weights of dtype {}", to_string(t.backend), to_string(p.w_dtype)));
   check(fits_blocks(p.w_dtype, p.in), op,
@@ -59,6 +65,19 @@ Span rows_span(const float* p, int64_t rows, int64_t stride, int64_t width) {
 bool overlap(Span a, Span b) { return a.begin < b.end && b.begin < a.end; }
 
 }  // namespace
+
+void activations_as_read(const MatmulParams& p, int64_t r, float* out) {
+  const float* x = p.x + r * p.x_stride;
+  if (p.x_dtype == DType::q8_0) {
+    // Every block type's block is a multiple of 32 (check_matmul: fits_blocks).
+    MSTAR_ASSERT(p.in % 32 == 0, "activations_as_read: q8_0 comes in blocks of 32");
+    std::vector<unsigned char> blocks(static_cast<std::size_t>(row_bytes(DType::q8_0, p.in)));  // [in / 32] blocks
+    q8_0_from_f32(x, blocks.data(), p.in);
+    q8_0_to_f32(blocks.data(), out, p.in);
+    return;
+  }
+  for (int64_t i = 0; i < p.in; ++i) out[i] = round_to(p.x_dtype, x[i]);
+}
 
 void matmul(Backend b, const MatmulParams& p) {
   constexpr const char* op = "matmul";

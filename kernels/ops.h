@@ -18,11 +18,17 @@ namespace mstar::kernels {
 // that of the rounded values (within f32 summation error): half the
 // arithmetic's cost on processors with bf16 dot products, at about three
 // significant digits of the activations.
+// x_dtype q8_0, for weights of a block type only: each row of x is
+// quantised in blocks of 32 to ggml's q8_0 (q8_0_from_f32: an f16 scale of
+// max |x| / 127 and 32 int8 codes, round half away from zero) first, and the
+// product is that of the dequantised values (activations_as_read): what
+// ggml's integer dot products multiply, so the cpu backend sums int8 x int8
+// products per block (docs/gguf.md says what it costs in accuracy).
 struct MatmulParams {
   int64_t rows = 0, in = 0, out = 0;
   const float* x = nullptr;  // [rows, x_stride]
   int64_t x_stride = 0;
-  DType x_dtype = DType::f32;  // f32 or bf16
+  DType x_dtype = DType::f32;  // f32, bf16, or q8_0 with block-type weights
   const void* w = nullptr;  // [out, in], w_dtype, laid out as w_layout says
   DType w_dtype = DType::f32;
   WeightLayout w_layout = WeightLayout::rows;  // pair_panels: bf16, in even, on the host backends
@@ -143,6 +149,9 @@ struct LerpParams {
 };
 
 void matmul(Backend b, const MatmulParams& p);
+// Row r of p's x as the product reads it ([p.in] into out): rounded to
+// x_dtype and widened back to f32, by blocks of 32 for q8_0.
+void activations_as_read(const MatmulParams& p, int64_t r, float* out);
 // The products ps[0 .. n), each as matmul() computes it (the same bits), in
 // one call, so that a backend may share them out as one job: a decode
 // step's q, k and v (one x, three weights), or gate and up. No product's y

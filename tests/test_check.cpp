@@ -256,15 +256,18 @@ TEST_CASE("--set overrides are checked exactly like the file") {
   CHECK_THROWS_AS(parse_set("a..b=1"), ConfigError);
 }
 
-TEST_CASE("activations: f32 by default, bf16 on request, nothing else") {
+TEST_CASE("activations: f32 by default, bf16 or q8_0 on request, nothing else") {
   Result r = check(kTtsManifest, kConfig, {});
   REQUIRE_MESSAGE(r.resolved, r.errors);
   CHECK(r.resolved->deployment.activations == DType::f32);
   r = check(kTtsManifest, kConfig, {"activations=bf16"});
   REQUIRE_MESSAGE(r.resolved, r.errors);
   CHECK(r.resolved->deployment.activations == DType::bf16);
+  r = check(kTtsManifest, kConfig, {"activations=q8_0"});
+  REQUIRE_MESSAGE(r.resolved, r.errors);
+  CHECK(r.resolved->deployment.activations == DType::q8_0);
   CHECK(check(kTtsManifest, kConfig, {"activations=f16"}).errors ==
-        "--set activations=f16: error: activations: f16 is not offered (f32 or bf16)\n");
+        "--set activations=f16: error: activations: f16 is not offered (f32, bf16 or q8_0)\n");
   CHECK(check(kTtsManifest, kConfig, {"activations=f8"}).errors.find("activations") != std::string::npos);
 }
 

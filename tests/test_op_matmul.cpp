@@ -74,6 +74,7 @@ TEST_CASE("matmul: f32, f16 and bf16 weights, 1 to 97 rows, bias and accumulate"
           p.y_stride = out + 5;
           p.w_dtype = wdt;
           p.accumulate = variant == 1;
+          p.x_dtype = variant == 2 ? DType::q8_0 : DType::f32;
           const std::vector<float> x = rng.normals(static_cast<size_t>(rows * p.x_stride));
           const std::vector<unsigned char> w = test::random_values(rng, wdt, out * in);
           const std::vector<float> bias = variant == 1 ? rng.normals(static_cast<size_t>(out)) : std::vector<float>{};
@@ -105,11 +106,14 @@ TEST_CASE("matmul: f32, f16 and bf16 weights, 1 to 97 rows, bias and accumulate"
 
 // Block types widen exactly (to_f32), so the f32 tolerance above holds; a
 // batch's row is computed in the order that row alone is, bit for bit.
-TEST_CASE("matmul: ggml's block types, 1 to 97 rows, bias and accumulate, batched equal to one by one") {
+// Variant 2 quantises x to q8_0 (MatmulParams::x_dtype): the reference
+// multiplies the dequantised x, which the backend's integer products must
+// match to the same tolerance (the quantisation's own error is in neither).
+TEST_CASE("matmul: ggml's block types, 1 to 97 rows, bias and accumulate, x quantised, batched equal to one by one") {
   for (DType wdt : {DType::q8_0, DType::q4_0, DType::q4_k, DType::q5_k, DType::q6_k})
     for (int64_t rows : {1, 5, 17, 97})
       for (auto [in, out] : {std::pair<int64_t, int64_t>{256, 17}, {768, 54}, {512, 97}})
-        for (int variant = 0; variant < 2; ++variant) {
+        for (int variant = 0; variant < 3; ++variant) {
           CAPTURE(to_string(wdt));
           CAPTURE(rows);
           CAPTURE(in);
@@ -120,6 +124,7 @@ TEST_CASE("matmul: ggml's block types, 1 to 97 rows, bias and accumulate, batche
           p.rows = rows, p.in = in, p.out = out, p.x_stride = in + 3, p.y_stride = out + 5;
           p.w_dtype = wdt;
           p.accumulate = variant == 1;
+          p.x_dtype = variant == 2 ? DType::q8_0 : DType::f32;
           const std::vector<float> x = rng.normals(static_cast<size_t>(rows * p.x_stride));
           const std::vector<unsigned char> w = test::random_blocks(rng, wdt, out * in);
           const std::vector<float> bias = variant == 1 ? rng.normals(static_cast<size_t>(out)) : std::vector<float>{};
@@ -134,6 +139,10 @@ TEST_CASE("matmul: ggml's block types, 1 to 97 rows, bias and accumulate, batche
             CHECK_THROWS_WITH_AS(matmul(b, p),
                                  doctest::Contains(fmt::format("has no product for weights of dtype {}", to_string(wdt)).c_str()),
                                  InputError);
+            continue;
+          }
+          if (variant == 2 && !op_table(b, "matmul").q8_0_activations) {
+            CHECK_THROWS_WITH_AS(matmul(b, p), doctest::Contains("takes no activations quantised to q8_0"), InputError);
             continue;
           }
           std::vector<float> want = y0;

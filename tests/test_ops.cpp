@@ -61,7 +61,7 @@ TEST_CASE("rope: the cpu backend's is the reference's arithmetic, bit for bit, o
   }
 }
 
-TEST_CASE("matmul: activations are f32 or bf16, and bf16 not on cuda") {
+TEST_CASE("matmul: activations are f32, bf16 or q8_0 (block-type weights), and only f32 on cuda") {
   const std::vector<float> x(4, 1.0f), w(8, 1.0f);
   std::vector<float> y(2);
   MatmulParams p;
@@ -70,10 +70,16 @@ TEST_CASE("matmul: activations are f32 or bf16, and bf16 not on cuda") {
   p.w = w.data(), p.w_dtype = DType::f32;
   p.y = y.data(), p.y_stride = 2;
   p.x_dtype = DType::f16;
-  CHECK_THROWS_WITH_AS(matmul(Backend::cpu, p), "matmul: activations are rounded to f32 or bf16, got f16", InputError);
+  CHECK_THROWS_WITH_AS(matmul(Backend::cpu, p),
+                       "matmul: activations are rounded to f32 or bf16 or quantised to q8_0, got f16", InputError);
+  p.x_dtype = DType::q8_0;
+  CHECK_THROWS_WITH_AS(matmul(Backend::cpu, p),
+                       "matmul: activations quantised to q8_0 go with weights of a block type, not f32", InputError);
+  CHECK_THROWS_WITH_AS(matmul(Backend::cuda, p),
+                       cuda_says("matmul", "the cuda backend takes no activations quantised to q8_0").c_str(), InputError);
   p.x_dtype = DType::bf16;
-  CHECK_THROWS_WITH_AS(matmul(Backend::cuda, p), cuda_says("matmul", "the cuda backend takes f32 activations only").c_str(),
-                       InputError);
+  CHECK_THROWS_WITH_AS(matmul(Backend::cuda, p),
+                       cuda_says("matmul", "the cuda backend takes no activations rounded to bf16").c_str(), InputError);
   matmul(Backend::cpu, p);
   CHECK(y == std::vector<float>{4.0f, 4.0f});
 }

@@ -70,7 +70,7 @@ void add_checkpoint(CLI::App& app, Subcommands& out) {
       ->check(CLI::Range(0, 1024));
   ckpt->add_option("--kv-dtype", a->kv_dtype, "the cache's dtype")->check(CLI::IsMember({"f32", "f16", "bf16"}));
   ckpt->add_option("--activations", a->activations, "what the matrix products round activations to (the deployment's key)")
-      ->check(CLI::IsMember({"f32", "bf16"}));
+      ->check(CLI::IsMember({"f32", "bf16", "q8_0"}));
 }
 
 }  // namespace mstar::bench::command

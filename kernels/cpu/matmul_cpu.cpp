@@ -10,6 +10,7 @@
 
 #include "core/dtype.h"
 #include "core/errors.h"
+#include "core/ggml_blocks.h"
 #include "kernels/cpu/thread_pool.h"
 #include "kernels/op_table.h"
 
@@ -21,16 +22,25 @@ struct Bodies {
   void (*panel)(const MatmulParams&, int64_t, int64_t);
   int64_t (*packed_cols)();
   void (*packed)(const MatmulParams&, int64_t, int64_t, float*);
+  void (*panel_q8)(const MatmulParams&, const unsigned char*, int64_t, int64_t);
 };
 
 Bodies bodies(CpuIsa isa) {
 #if defined(__x86_64__)
-  if (isa == CpuIsa::avx2) return {&avx2::matmul_panel, &avx2::matmul_packed_cols, &avx2::matmul_packed};
+  if (isa == CpuIsa::avx2)
+    return {&avx2::matmul_panel, &avx2::matmul_packed_cols, &avx2::matmul_packed, &avx2::matmul_panel_q8};
   if (has_avx512(isa))
-    return {&avx512::matmul_panel, &avx512::matmul_packed_cols, &avx512::matmul_packed};
+    return {&avx512::matmul_panel, &avx512::matmul_packed_cols, &avx512::matmul_packed, &avx512::matmul_panel_q8};
 #endif
   (void)isa;
-  return {&generic::matmul_panel, &generic::matmul_packed_cols, &generic::matmul_packed};
+  return {&generic::matmul_panel, &generic::matmul_packed_cols, &generic::matmul_packed, &generic::matmul_panel_q8};
+}
+
+// Whether p takes the integer bodies (matmul_panel_q8): q8_0 or q4_0
+// weights against x quantised to q8_0. The other block types' products
+// with x quantised widen their blocks against x as the product reads it.
+bool integer_q8(const MatmulParams& p) {
+  return p.x_dtype == DType::q8_0 && (p.w_dtype == DType::q8_0 || p.w_dtype == DType::q4_0);
 }
 
 // Panels as RedoJobs (cpu/thread_pool.h): a decode step's products on a
@@ -231,10 +241,37 @@ bool takes_pairs(const MatmulParams& p, CpuIsa isa) {
 #endif
 }
 
+// x as the product reads it (activations_as_read: rounded to bf16, or
+// quantised to q8_0, and widened back), [rows, in], for the f32 bodies (any
+// instruction set: the same product as the bf16 pair bodies compute, or as
+// the reference's for q8_0), kept between calls.
+const float* rounded_f32(const MatmulParams& p) {
+  thread_local std::vector<float> xr;
+  xr.resize(static_cast<size_t>(p.rows * p.in));
+  float* out = xr.data();
+  parallel_for(p.threads, p.rows, [&](int64_t r, int) { activations_as_read(p, r, out + r * p.in); });
+  return out;
+}
+
+// x quantised to q8_0, [rows, in / 32] blocks, kept between calls; in the
+// caller's thread up to the panels' rows, as rounded_bf16.
+const unsigned char* quantised_q8_0(const MatmulParams& p) {
+  thread_local std::vector<unsigned char> xq;
+  const auto row = static_cast<int64_t>(row_bytes(DType::q8_0, p.in));
+  xq.resize(static_cast<size_t>(p.rows * row));
+  unsigned char* out = xq.data();  // the pool's threads name their own xq: they get this pointer
+  auto one = [&](int64_t r, int) { q8_0_from_f32(p.x + r * p.x_stride, out + r * row, p.in); };
+  if (p.rows <= kPanelMaxRows)
+    for (int64_t r = 0; r < p.rows; ++r) one(r, 0);
+  else
+    parallel_for(p.threads, p.rows, one);
+  return out;
+}
+
 // Panels as a redo job: a decode step's products (few rows; the pair
 // panels' bodies take any number, and a prefill's many would be copied).
 bool redo(const MatmulParams& p, int64_t cols) {
-  return p.weights_outlive_call && p.threads > 1 && p.rows <= kPanelMaxRows &&
+  return !integer_q8(p) && p.weights_outlive_call && p.threads > 1 && p.rows <= kPanelMaxRows &&
          (p.out + cols - 1) / cols <= RedoJob::kMaxItems;
 }
 
@@ -257,19 +294,6 @@ const uint16_t* rounded_bf16(const MatmulParams& p, int64_t stride, int64_t rows
     for (int64_t r = 0; r < p.rows; ++r) row(r, 0);
   else
     parallel_for(p.threads, p.rows, row);
-  return out;
-}
-
-// x rounded to bf16 and widened back, [rows, in], for the f32 bodies (any
-// instruction set: the same product as the bf16 pair bodies compute).
-const float* rounded_f32(const MatmulParams& p) {
-  thread_local std::vector<float> xr;
-  xr.resize(static_cast<size_t>(p.rows * p.in));
-  float* out = xr.data();
-  parallel_for(p.threads, p.rows, [&](int64_t r, int) {
-    const float* x = p.x + r * p.x_stride;
-    for (int64_t i = 0; i < p.in; ++i) out[r * p.in + i] = round_to(DType::bf16, x[i]);
-  });
   return out;
 }
 
@@ -350,13 +374,24 @@ void matmul_cpu_path(const MatmulParams& p, CpuIsa isa, MatmulPath path) {
   MSTAR_ASSERT(op_table(Backend::cpu, "matmul").takes_weights(p.w_dtype), "matmul_cpu_path: weights of a type it takes");
   // Block types have one path: the panels' block_panel (matmul_cpu_impl.inc).
   if (!is_element_type(p.w_dtype)) path = MatmulPath::panels;
-  MSTAR_ASSERT(p.x_dtype == DType::f32 || p.x_dtype == DType::bf16, "matmul_cpu_path: activations are f32 or bf16");
+  MSTAR_ASSERT(p.x_dtype == DType::f32 || p.x_dtype == DType::bf16 || p.x_dtype == DType::q8_0,
+               "matmul_cpu_path: activations are f32, bf16 or q8_0");
+  MSTAR_ASSERT(p.x_dtype != DType::q8_0 || !is_element_type(p.w_dtype), "matmul_cpu_path: q8_0 x with block types");
   // Tiles are AMX on bf16 x bf16; asked of anything else, the packed path.
   const bool amx = isa == CpuIsa::amx_bf16 && p.x_dtype == DType::bf16 && p.w_dtype == DType::bf16;
   if (path == MatmulPath::tiles && !amx) path = MatmulPath::packed;
   // Pair panels are what the packed path would pack: their panel bodies take any rows.
   if (p.w_layout == WeightLayout::pair_panels) path = MatmulPath::panels;
-  if (p.x_dtype == DType::bf16) {
+  const Bodies b = bodies(isa);
+  if (integer_q8(p)) {
+    const unsigned char* xq = quantised_q8_0(p);
+    parallel_for(p.threads, (p.out + kPanelCols - 1) / kPanelCols, [&](int64_t t, int) {
+      const int64_t o0 = t * kPanelCols;
+      b.panel_q8(p, xq, o0, std::min(kPanelCols, p.out - o0));
+    });
+    return;
+  }
+  if (p.x_dtype != DType::f32) {
 #if defined(__x86_64__)
     if (path == MatmulPath::tiles) return matmul_bf16_tiles(p);
     if (takes_pairs(p, isa)) return matmul_bf16_pairs(p, path);
@@ -367,7 +402,6 @@ void matmul_cpu_path(const MatmulParams& p, CpuIsa isa, MatmulPath path) {
     q.x_dtype = DType::f32;
     return matmul_cpu_path(q, isa, path);
   }
-  const Bodies b = bodies(isa);
   if (path == MatmulPath::packed) {
     const int64_t cols = b.packed_cols();
     parallel_for(p.threads, (p.out + cols - 1) / cols, [&](int64_t t, int) {
@@ -452,8 +486,8 @@ void matmul_group_cpu(const MatmulParams* ps, int n) {
       continue;
     }
 #endif
-    if (p.x_dtype == DType::bf16) {
-      MatmulParams q = p;  // as matmul_cpu_path: the f32 bodies over x rounded
+    if (p.x_dtype != DType::f32) {
+      MatmulParams q = p;  // as matmul_cpu_path: the f32 bodies over x as the product reads it
       q.x = rounded_f32(p);
       q.x_stride = p.in;
       q.x_dtype = DType::f32;

@@ -40,6 +40,7 @@ const OpTable& cpu_op_table() {
     o.host_memory = true;
     o.takes_weights = cpu_weights;
     o.bf16_activations = true;
+    o.q8_0_activations = true;
     o.pair_panels = true;
     o.preferred_layout = cpu_layout;
     o.matmul = matmul_cpu;

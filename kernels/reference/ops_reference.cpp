@@ -13,6 +13,8 @@ namespace mstar::kernels {
 // type's to_f32 (a block type included); pair panels element by element.
 void matmul_reference(const MatmulParams& p) {
   std::vector<float> row(static_cast<std::size_t>(p.in));  // [in]: weight row o as f32
+  std::vector<float> xs(static_cast<std::size_t>(p.rows * p.in));  // [rows, in]: x as the product reads it
+  for (int64_t r = 0; r < p.rows; ++r) activations_as_read(p, r, xs.data() + r * p.in);
   for (int64_t o = 0; o < p.out; ++o) {
     if (p.w_layout == WeightLayout::rows)
       dtype_traits(p.w_dtype).to_f32(static_cast<const unsigned char*>(p.w) + row_bytes(p.w_dtype, o * p.in),
@@ -22,9 +24,8 @@ void matmul_reference(const MatmulParams& p) {
         row[static_cast<std::size_t>(i)] = matrix_element(p.w, p.w_dtype, p.w_layout, p.out, p.in, o, i);
     for (int64_t r = 0; r < p.rows; ++r) {
       double s = 0;
-      const float* x = p.x + r * p.x_stride;
-      for (int64_t i = 0; i < p.in; ++i)
-        s += static_cast<double>(round_to(p.x_dtype, x[i])) * row[static_cast<std::size_t>(i)];
+      const float* x = xs.data() + r * p.in;
+      for (int64_t i = 0; i < p.in; ++i) s += static_cast<double>(x[i]) * row[static_cast<std::size_t>(i)];
       if (p.bias) s += p.bias[o];
       float& y = p.y[r * p.y_stride + o];
       y = static_cast<float>(s + (p.accumulate ? y : 0.0));

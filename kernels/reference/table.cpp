@@ -11,6 +11,7 @@ const OpTable& reference_op_table() {
     o.host_memory = true;
     o.takes_weights = [](DType) { return true; };
     o.bf16_activations = true;
+    o.q8_0_activations = true;
     o.pair_panels = true;
     o.preferred_layout = [](DType, int64_t) { return WeightLayout::rows; };
     o.matmul = matmul_reference;

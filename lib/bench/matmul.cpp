@@ -21,7 +21,7 @@ const std::vector<std::string>& matmul_methods() {
   static const std::vector<std::string> all{"mstar",          "panels",          "packed",
                                             "mstar-bf16-act", "panels-bf16-act", "packed-bf16-act",
                                             "tiles-bf16-act", "pair-panels",     "pair-panels-bf16-act",
-                                            "openblas-sgemm-f32"};
+                                            "mstar-q8-act",   "openblas-sgemm-f32"};
   return all;
 }
 
@@ -139,6 +139,8 @@ std::vector<MatmulResult> bench_matmul(const MatmulShape& s, bool cold, int repe
     if (!kernels::layout_fits(want, s.dtype, s.in)) continue;  // pair panels: bf16 with an even --in only
     // Block types take the panels at any rows (block_panel): no packed or tiles path.
     if (!is_element_type(s.dtype) && (m.starts_with("packed") || m.starts_with("tiles"))) continue;
+    // x quantised to q8_0 goes with block types only (ggml's integer dot products).
+    if (is_element_type(s.dtype) && m.ends_with("-q8-act")) continue;
     if (want != layout && !blas) {
       kernels::release_weights(Backend::cpu);
       for (int64_t c = 0; c < copies; ++c) {
@@ -151,7 +153,7 @@ std::vector<MatmulResult> bench_matmul(const MatmulShape& s, bool cold, int repe
       }
     }
     p.w_layout = blas ? kernels::WeightLayout::rows : layout;
-    const DType x_dtype = m.ends_with("-bf16-act") ? DType::bf16 : DType::f32;
+    const DType x_dtype = m.ends_with("-bf16-act") ? DType::bf16 : m.ends_with("-q8-act") ? DType::q8_0 : DType::f32;
     if (blas) openblas_set_num_threads(s.threads);
     const std::vector<double> us = time_calls(
         Backend::cpu, next_copy,

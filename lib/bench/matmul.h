@@ -26,7 +26,8 @@ struct MatmulShape {
 struct MatmulResult {
   // mstar | panels | packed | openblas-sgemm-f32, the first three with
   // activations rounded to bf16 (MatmulParams::x_dtype): mstar-bf16-act ...,
-  // and tiles-bf16-act (AMX; elsewhere the packed path again)
+  // and tiles-bf16-act (AMX; elsewhere the packed path again); with block
+  // weights mstar-q8-act, activations quantised to q8_0
   std::string method;
   MatmulShape shape;
   bool cold = false;

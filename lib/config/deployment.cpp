@@ -225,10 +225,10 @@ std::optional<ResolvedDeployment> resolve_deployment(const std::filesystem::path
   if (const YAML::Node* n = top->find("activations")) {
     DType t{};
     if (read_yaml(*n, ctx, "activations", t)) {
-      if (t != DType::f32 && t != DType::bf16)
-        ctx.error(*n, fmt::format("activations: {} is not offered (f32 or bf16)", to_string(t)));
-      else if (t == DType::bf16 && d.backend == Backend::cuda)
-        ctx.error(*n, "activations: bf16 runs on the cpu and reference backends, not on cuda");
+      if (t != DType::f32 && t != DType::bf16 && t != DType::q8_0)
+        ctx.error(*n, fmt::format("activations: {} is not offered (f32, bf16 or q8_0)", to_string(t)));
+      else if (t != DType::f32 && d.backend == Backend::cuda)
+        ctx.error(*n, fmt::format("activations: {} runs on the cpu and reference backends, not on cuda", to_string(t)));
       else
         d.activations = t;
     }

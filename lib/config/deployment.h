@@ -6,7 +6,7 @@
 //   model: ../models/tiny-tts.yaml     # relative to this file
 //   backend: cpu                       # reference | cpu | cuda
 //   kv_dtype: bf16                     # optional: every resource's storage dtype
-//   activations: f32                   # f32 (default) | bf16: rounded before each matrix product
+//   activations: f32                   # f32 (default) | bf16 | q8_0: rounded before each matrix product
 //   threads: 2
 //   resources:
 //     voice_kv: {max_slots: 8}         # bounded_kv: max_slots; ring_kv: num_sessions
@@ -44,9 +44,11 @@ struct Deployment {
   std::string model;             // as written (relative to the config)
   Backend backend = Backend::cpu;
   std::optional<DType> kv_dtype;
-  // What the trunk's matrix products round activations to: f32 (exact) or
+  // What the trunk's matrix products round activations to: f32 (exact),
   // bf16 (twice the products' speed where the processor has bf16 dot
-  // products, at about three significant digits; cpu and reference only).
+  // products, at about three significant digits), or q8_0 (quantised per
+  // block of 32 before products over a block type, as llama.cpp does, for
+  // its integer dot products; float matrices keep f32). cpu and reference only.
   DType activations = DType::f32;
   int64_t threads = 1;
   SchedulerSettings scheduler;

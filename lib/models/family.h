@@ -32,7 +32,8 @@ struct ModelOptions {
   Backend backend = Backend::cpu;
   int threads = 1;
   // What the trunk's matrix products round activations to (f32: not at all;
-  // bf16: MatmulParams::x_dtype), the deployment's `activations`.
+  // bf16: MatmulParams::x_dtype; q8_0: quantised, for block-type weights
+  // only), the deployment's `activations`.
   DType activations = DType::f32;
 };
 

@@ -49,7 +49,9 @@ kernels::MatmulParams Trunk::product(const float* x, int64_t rows, int64_t in, c
   p.out = out;
   p.x = x;
   p.x_stride = in;
-  p.x_dtype = options_.activations;
+  // q8_0 quantises x for products over a block type only: float weights
+  // have no integer dot product to feed, and keep f32 activations.
+  p.x_dtype = options_.activations == DType::q8_0 && is_element_type(w.dtype) ? DType::f32 : options_.activations;
   p.w = w.w;
   p.w_dtype = w.dtype;
   p.w_layout = w.layout;
