@@ -82,8 +82,8 @@ void add_matmul(CLI::App& app, Subcommands& out) {
   mm->add_option("--rows", o->rows, "rows (tokens) per product, comma-separated");
   mm->add_option("--in", mshape.in, "input width")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   mm->add_option("--out", mshape.out, "output width")->check(CLI::Range(int64_t{1}, int64_t{1} << 22));
-  mm->add_option("--dtype", o->dtype, "weight dtype (q8_0, q4_0: ggml's blocks, docs/gguf.md)")
-      ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0", "q4_0"}));
+  mm->add_option("--dtype", o->dtype, "weight dtype (q8_0 ... q6_k: ggml's blocks, docs/gguf.md)")
+      ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0", "q4_0", "q4_k", "q5_k", "q6_k"}));
   mm->add_option("--threads", mshape.threads, "threads")->check(CLI::Range(1, 1024));
   mm->add_option("--repeats", o->repeats, "timed calls")->check(CLI::Range(1, 100000));
   mm->add_option("--cache", o->cache, "hot, cold or both")->check(CLI::IsMember({"hot", "cold", "both"}));

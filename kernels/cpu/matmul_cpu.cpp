@@ -22,7 +22,7 @@ struct Bodies {
   void (*panel)(const MatmulParams&, int64_t, int64_t);
   int64_t (*packed_cols)();
   void (*packed)(const MatmulParams&, int64_t, int64_t, float*);
-  void (*panel_q8)(const MatmulParams&, const unsigned char*, int64_t, int64_t);
+  void (*panel_q8)(const MatmulParams&, const unsigned char*, const float*, int64_t, int64_t);
 };
 
 Bodies bodies(CpuIsa isa) {
@@ -36,12 +36,9 @@ Bodies bodies(CpuIsa isa) {
   return {&generic::matmul_panel, &generic::matmul_packed_cols, &generic::matmul_packed, &generic::matmul_panel_q8};
 }
 
-// Whether p takes the integer bodies (matmul_panel_q8): q8_0 or q4_0
-// weights against x quantised to q8_0. The other block types' products
-// with x quantised widen their blocks against x as the product reads it.
-bool integer_q8(const MatmulParams& p) {
-  return p.x_dtype == DType::q8_0 && (p.w_dtype == DType::q8_0 || p.w_dtype == DType::q4_0);
-}
+// Whether p takes the integer bodies (matmul_panel_q8): x quantised to
+// q8_0, which goes with block-type weights only (ops.cpp checks).
+bool integer_q8(const MatmulParams& p) { return p.x_dtype == DType::q8_0; }
 
 // Panels as RedoJobs (cpu/thread_pool.h): a decode step's products on a
 // shared machine. Beside one busy-looping process on 2 cores, the
@@ -241,10 +238,9 @@ bool takes_pairs(const MatmulParams& p, CpuIsa isa) {
 #endif
 }
 
-// x as the product reads it (activations_as_read: rounded to bf16, or
-// quantised to q8_0, and widened back), [rows, in], for the f32 bodies (any
-// instruction set: the same product as the bf16 pair bodies compute, or as
-// the reference's for q8_0), kept between calls.
+// x rounded to bf16 and widened back (activations_as_read), [rows, in], for
+// the f32 bodies (any instruction set: the same product as the bf16 pair
+// bodies compute), kept between calls.
 const float* rounded_f32(const MatmulParams& p) {
   thread_local std::vector<float> xr;
   xr.resize(static_cast<size_t>(p.rows * p.in));
@@ -253,19 +249,36 @@ const float* rounded_f32(const MatmulParams& p) {
   return out;
 }
 
-// x quantised to q8_0, [rows, in / 32] blocks, kept between calls; in the
+// x quantised to q8_0 (xq: [rows, in / 32] blocks) and each block's
+// d * sum(codes) (xsum: [rows, in / 32]), kept between calls; in the
 // caller's thread up to the panels' rows, as rounded_bf16.
-const unsigned char* quantised_q8_0(const MatmulParams& p) {
+struct QuantisedX {
+  const unsigned char* xq;
+  const float* xsum;
+};
+QuantisedX quantised_q8_0(const MatmulParams& p) {
   thread_local std::vector<unsigned char> xq;
-  const auto row = static_cast<int64_t>(row_bytes(DType::q8_0, p.in));
+  thread_local std::vector<float> xsum;
+  const int64_t blocks = p.in / 32, row = static_cast<int64_t>(row_bytes(DType::q8_0, p.in));
   xq.resize(static_cast<size_t>(p.rows * row));
-  unsigned char* out = xq.data();  // the pool's threads name their own xq: they get this pointer
-  auto one = [&](int64_t r, int) { q8_0_from_f32(p.x + r * p.x_stride, out + r * row, p.in); };
+  xsum.resize(static_cast<size_t>(p.rows * blocks));
+  // The pool's threads name their own vectors: they get these pointers.
+  unsigned char* q = xq.data();
+  float* sums = xsum.data();
+  auto one = [&](int64_t r, int) {
+    unsigned char* b = q + r * row;
+    q8_0_from_f32(p.x + r * p.x_stride, b, p.in);
+    for (int64_t k = 0; k < blocks; ++k, b += 34) {
+      int32_t s = 0;
+      for (int i = 0; i < 32; ++i) s += static_cast<signed char>(b[2 + i]);
+      sums[r * blocks + k] = f16_to_f32(static_cast<uint16_t>(b[0] | b[1] << 8)) * static_cast<float>(s);
+    }
+  };
   if (p.rows <= kPanelMaxRows)
     for (int64_t r = 0; r < p.rows; ++r) one(r, 0);
   else
     parallel_for(p.threads, p.rows, one);
-  return out;
+  return {q, sums};
 }
 
 // Panels as a redo job: a decode step's products (few rows; the pair
@@ -384,14 +397,14 @@ void matmul_cpu_path(const MatmulParams& p, CpuIsa isa, MatmulPath path) {
   if (p.w_layout == WeightLayout::pair_panels) path = MatmulPath::panels;
   const Bodies b = bodies(isa);
   if (integer_q8(p)) {
-    const unsigned char* xq = quantised_q8_0(p);
+    const QuantisedX x = quantised_q8_0(p);
     parallel_for(p.threads, (p.out + kPanelCols - 1) / kPanelCols, [&](int64_t t, int) {
       const int64_t o0 = t * kPanelCols;
-      b.panel_q8(p, xq, o0, std::min(kPanelCols, p.out - o0));
+      b.panel_q8(p, x.xq, x.xsum, o0, std::min(kPanelCols, p.out - o0));
     });
     return;
   }
-  if (p.x_dtype != DType::f32) {
+  if (p.x_dtype == DType::bf16) {
 #if defined(__x86_64__)
     if (path == MatmulPath::tiles) return matmul_bf16_tiles(p);
     if (takes_pairs(p, isa)) return matmul_bf16_pairs(p, path);
@@ -486,8 +499,8 @@ void matmul_group_cpu(const MatmulParams* ps, int n) {
       continue;
     }
 #endif
-    if (p.x_dtype != DType::f32) {
-      MatmulParams q = p;  // as matmul_cpu_path: the f32 bodies over x as the product reads it
+    if (p.x_dtype == DType::bf16) {
+      MatmulParams q = p;  // as matmul_cpu_path: the f32 bodies over x rounded
       q.x = rounded_f32(p);
       q.x_stride = p.in;
       q.x_dtype = DType::f32;

@@ -98,15 +98,16 @@ constexpr int64_t kPairAhead = 16;
 // - matmul_packed_cols: the packed path's columns per task;
 // - matmul_packed: y[:, o0 .. o0 + n), n <= matmul_packed_cols(), through
 //   `packed` ([in, matmul_packed_cols()] floats of scratch).
-// - matmul_panel_q8: as matmul_panel for q8_0 or q4_0 weights against x
+// - matmul_panel_q8: as matmul_panel for block-type weights against x
 //   quantised to q8_0 (x_dtype q8_0), read from xq ([rows, in / 32] blocks
-//   of q8_0), by integer dot products per block.
+//   of q8_0) and xsum ([rows, in / 32]: each block's d * sum(codes)), by
+//   integer dot products per 32 elements.
 // All apply bias and accumulate.
 #define MSTAR_MATMUL_BODIES                                                                      \
   void matmul_panel(const MatmulParams& p, int64_t o0, int64_t n);                               \
   int64_t matmul_packed_cols();                                                                  \
   void matmul_packed(const MatmulParams& p, int64_t o0, int64_t n, float* packed);               \
-  void matmul_panel_q8(const MatmulParams& p, const unsigned char* xq, int64_t o0, int64_t n);
+  void matmul_panel_q8(const MatmulParams& p, const unsigned char* xq, const float* xsum, int64_t o0, int64_t n);
 namespace generic {
 MSTAR_MATMUL_BODIES
 }
