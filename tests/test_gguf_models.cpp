@@ -314,16 +314,32 @@ TEST_CASE("gguf: the goldens written by mstar-quantize read back to the referenc
 }
 
 // --model PATH (config/model_deployment.h) on a GGUF file: the deployment
-// the documented defaults give, which loads as mstar-run loads it.
+// the documented defaults give, which loads as mstar-run loads it. An f32
+// file keeps f32 activations.
 TEST_CASE("gguf: --model on a GGUF file gives a deployment with the documented defaults") {
   test::TempDir dir;
-  const fs::path file = convert(blockable_llama(dir), "q8_0", dir);
+  const fs::path folder = blockable_llama(dir);
+  const fs::path file = convert(folder, "q8_0", dir);
+  {
+    test::TempDir out;
+    std::vector<std::string> f32_chosen;
+    Diagnostics fd;
+    const std::optional<ResolvedDeployment> f =
+        load_deployment(write_model_deployment(convert(folder, "f32", dir), out.path, f32_chosen), {}, fd);
+    REQUIRE_MESSAGE(f, fd.str());
+    CHECK(f->deployment.activations == DType::f32);
+  }
   std::vector<std::string> chosen;
   const fs::path config = write_model_deployment(file, dir.path, chosen);
   Diagnostics d;
   const std::optional<ResolvedDeployment> r = load_deployment(config, {}, d);
   REQUIRE_MESSAGE(r, d.str());
-  REQUIRE(chosen.size() == 4);
+  // On the cpu backend a quantised file's products take activations
+  // quantised to q8_0 (integer products), said as a fifth choice.
+  const bool cpu = r->deployment.backend == Backend::cpu;
+  REQUIRE(chosen.size() == (cpu ? 5 : 4));
+  CHECK(r->deployment.activations == (cpu ? DType::q8_0 : DType::f32));
+  if (cpu) CHECK(chosen[4].find("activations q8_0 before the products over block types (q8_0") != std::string::npos);
   // No max_position_embeddings in config.json, so no context_length in the file: 4096.
   CHECK(chosen[0].find("llama checkpoint, context 4096") != std::string::npos);
   CHECK(chosen[1].find("4 sinks + a window of 3004 + a query window of 64, voices up to 1024 tokens") !=

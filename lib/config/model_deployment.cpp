@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <fstream>
+#include <optional>
 #include <thread>
 
 #include "config/checkpoint.h"
 #include "config/diagnostics.h"
 #include "config/manifest.h"
+#include "core/dtype.h"
 #include "core/errors.h"
 #include "core/machine_memory.h"
 #include "kernels/backend.h"
@@ -36,15 +38,25 @@ std::string speech_workload() {
          "    prompt_tokens: 12\n    max_tokens: 64\n    sampling: {temperature: 0.8, top_k: 50}\n    seed: 1\n";
 }
 
-// The backend and threads every deployment here runs on.
-std::string machine_part(std::vector<std::string>& chosen) {
+// The backend and threads every deployment here runs on; `blocks`: the
+// checkpoint stores a matrix in a block type (a quantised GGUF), whose
+// products the cpu backend multiplies as integers against activations
+// quantised to q8_0, as llama.cpp does (docs/gguf.md, "Products").
+std::string machine_part(std::vector<std::string>& chosen, std::optional<DType> blocks = std::nullopt) {
   std::string why;
   const bool cuda = backend_available(Backend::cuda, &why);
   const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
   chosen.push_back(cuda ? fmt::format("backend     cuda (a GPU is here)")
                         : fmt::format("backend     cpu, {} threads, one a core (cuda: {})", threads,
                                       why.empty() ? "not built" : why));
-  return fmt::format("backend: {}\nthreads: {}\nkv_dtype: bf16\n", cuda ? "cuda" : "cpu", threads);
+  std::string out = fmt::format("backend: {}\nthreads: {}\nkv_dtype: bf16\n", cuda ? "cuda" : "cpu", threads);
+  if (blocks && !cuda) {
+    chosen.push_back(fmt::format("activations q8_0 before the products over block types ({} and any others the "
+                                 "file holds), multiplied as integers (--set activations=f32: exact, slower)",
+                                 to_string(*blocks)));
+    out += "activations: q8_0\n";
+  }
+  return out;
 }
 
 std::filesystem::path checkpoint_deployment(const std::filesystem::path& model, const std::filesystem::path& dir,
@@ -68,7 +80,11 @@ std::filesystem::path checkpoint_deployment(const std::filesystem::path& model, 
   // Slots: half the memory the weights leave, a slot holding K and V of
   // every layer for sink + window + query window entries in bf16.
   uint64_t weights = 0;
-  for (const auto& [name, t] : index_weights(c.family->weight_files(model))) weights += t.bytes;
+  std::optional<DType> blocks;  // a block type a matrix is stored in
+  for (const auto& [name, t] : index_weights(c.family->weight_files(model))) {
+    weights += t.bytes;
+    if (t.dtype && !is_element_type(*t.dtype) && t.shape.size() == 2) blocks = t.dtype;
+  }
   const TrunkShape& s = h.shape;
   const auto slot =
       static_cast<uint64_t>(s.layers * 2 * s.kv_heads * (kSink + window + kQueryWindow) * s.head_dim * kKvBytes);
@@ -85,7 +101,7 @@ std::filesystem::path checkpoint_deployment(const std::filesystem::path& model, 
       (std::filesystem::is_directory(model) ? model.filename() : model.stem()).string(), kind,
       yaml_string(std::filesystem::absolute(model)), source, kSink, window, slots, kQueryWindow);
   const std::filesystem::path config = dir / "deployment.yaml";
-  std::ofstream(config) << "model: model.yaml\n" << machine_part(chosen) << speech_workload();
+  std::ofstream(config) << "model: model.yaml\n" << machine_part(chosen, blocks) << speech_workload();
   return config;
 }
 
