@@ -8,21 +8,6 @@ namespace mstar::kernels {
 
 namespace {
 
-// The floats, and ggml's block types through their to_f32 (matmul_cpu_impl.inc, block_panel).
-bool cpu_weights(DType w) {
-  switch (w) {
-    case DType::f32:
-    case DType::f16:
-    case DType::bf16:
-    case DType::q8_0:
-    case DType::q4_0:
-    case DType::q4_k:
-    case DType::q5_k:
-    case DType::q6_k: return true;
-  }
-  return false;
-}
-
 // Pair panels where the best instruction set is avx512 or avx512_bf16
 // (measured faster there with `mstar-bench matmul`); amx_bf16's tiles read
 // rows (matmul_cpu.h); avx2 and generic were not measured with panels.
@@ -38,7 +23,7 @@ const OpTable& cpu_op_table() {
   static const OpTable t = [] {
     OpTable o{Backend::cpu};
     o.host_memory = true;
-    o.takes_weights = cpu_weights;
+    o.takes_weights = is_builtin;  // the floats, and ggml's block types (a registered type: no body here)
     o.bf16_activations = true;
     o.q8_0_activations = true;
     o.pair_panels = true;

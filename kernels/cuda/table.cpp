@@ -3,34 +3,14 @@
 #include "kernels/cuda/cuda_ops.h"
 #include "kernels/op_table.h"
 
-
-
 namespace mstar::kernels {
-
-namespace {
-
-// The floats, and ggml's block types through the hand-written product (ops.cu).
-bool cuda_weights(DType w) {
-  switch (w) {
-    case DType::f32:
-    case DType::f16:
-    case DType::bf16:
-    case DType::q8_0:
-    case DType::q4_0:
-    case DType::q4_k:
-    case DType::q5_k:
-    case DType::q6_k: return true;
-  }
-  return false;  // a registered type: no body here
-}
-
-}  // namespace
 
 const OpTable& cuda_op_table() {
   static const OpTable t = [] {
     OpTable o{Backend::cuda};
-    o.takes_weights = cuda_weights;
+    o.takes_weights = is_builtin;  // the floats, and ggml's block types (a registered type: no body here)
     o.bf16_activations = false;
+    o.q8_0_activations = false;
     o.pair_panels = false;
     o.preferred_layout = [](DType, int64_t) { return WeightLayout::rows; };
     o.matmul = matmul_cuda;

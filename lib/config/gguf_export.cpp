@@ -4,7 +4,6 @@
 
 #include <cctype>
 #include <cmath>
-#include <cstring>
 
 #include "config/checkpoint.h"
 #include "core/errors.h"
@@ -72,21 +71,6 @@ std::string gguf_name(const std::string& hf, int64_t layers) {
     }
   MSTAR_ASSERT(false, "gguf_export: every tensor of the families has a GGUF name");
   return hf;
-}
-
-// [rows, row_bytes] of `heads` heads from Hugging Face's rotary order into
-// llama.cpp's interleaved one: the inverse of restore_rope_halves.
-void interleave_rope_rows(unsigned char* data, int64_t rows, std::size_t row_bytes, int64_t heads) {
-  const int64_t per_head = rows / heads, half = per_head / 2;
-  std::vector<unsigned char> head(static_cast<std::size_t>(per_head) * row_bytes);  // one head as Hugging Face's
-  for (int64_t h = 0; h < heads; ++h) {
-    unsigned char* at = data + static_cast<std::size_t>(h * per_head) * row_bytes;
-    std::memcpy(head.data(), at, head.size());
-    for (int64_t i = 0; i < half; ++i)
-      for (int64_t j = 0; j < 2; ++j)
-        std::memcpy(at + static_cast<std::size_t>(2 * i + j) * row_bytes,
-                    head.data() + static_cast<std::size_t>(j * half + i) * row_bytes, row_bytes);
-  }
 }
 
 }  // namespace
@@ -186,8 +170,8 @@ GgufExport export_gguf(const std::filesystem::path& in, const std::filesystem::p
     convert(wide.data(), DType::f32, held.back().data(), dt, n);
     const bool rotary = kind == "llama" && (t.name.ends_with("q_proj.weight") || t.name.ends_with("k_proj.weight"));
     if (rotary)
-      interleave_rope_rows(held.back().data(), t.shape[0], row_bytes(dt, row),
-                           t.name.ends_with("q_proj.weight") ? s.heads : s.kv_heads);
+      reorder_rope_rows(held.back().data(), t.shape[0], row_bytes(dt, row),
+                        t.name.ends_with("q_proj.weight") ? s.heads : s.kv_heads, RopeRows::interleaved);
     tensors.push_back(
         {gguf_name(t.name, s.layers), {t.shape.rbegin(), t.shape.rend()}, dt, held.back().data(), held.back().size()});
     r.bytes += held.back().size();

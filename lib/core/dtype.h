@@ -49,6 +49,9 @@ const DTypeTraits& dtype_traits(DType t);
 DType register_dtype(const DTypeTraits& t);
 // Every type in the table, built in first.
 std::vector<DType> all_dtypes();
+// Whether t is one of the enum's named types (a row a backend can have a
+// body for), not one register_dtype added.
+constexpr bool is_builtin(DType t) { return static_cast<uint8_t>(t) <= static_cast<uint8_t>(DType::q6_k); }
 
 // Bytes of n elements of t; n a multiple of t's block (fits_blocks).
 std::size_t row_bytes(DType t, int64_t n);

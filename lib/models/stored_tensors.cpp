@@ -90,8 +90,8 @@ std::string hf_name_of_gguf(const std::string& gguf_name) {
   return gguf_name;
 }
 
-void restore_rope_halves(void* data, int64_t rows, std::size_t row_bytes, int64_t heads) {
-  MSTAR_ASSERT(heads > 0 && rows % (2 * heads) == 0, "restore_rope_halves: whole heads of row pairs");
+void reorder_rope_rows(void* data, int64_t rows, std::size_t row_bytes, int64_t heads, RopeRows to) {
+  MSTAR_ASSERT(heads > 0 && rows % (2 * heads) == 0, "reorder_rope_rows: whole heads of row pairs");
   const int64_t per_head = rows / heads, half = per_head / 2;
   auto* bytes = static_cast<unsigned char*>(data);
   std::vector<unsigned char> head(static_cast<std::size_t>(per_head) *
@@ -100,9 +100,12 @@ void restore_rope_halves(void* data, int64_t rows, std::size_t row_bytes, int64_
     unsigned char* at = bytes + static_cast<std::size_t>(h * per_head) * row_bytes;
     std::memcpy(head.data(), at, head.size());
     for (int64_t i = 0; i < half; ++i)
-      for (int64_t j = 0; j < 2; ++j)
-        std::memcpy(at + static_cast<std::size_t>(j * half + i) * row_bytes,
-                    head.data() + static_cast<std::size_t>(2 * i + j) * row_bytes, row_bytes);
+      for (int64_t j = 0; j < 2; ++j) {
+        const int64_t in_halves = j * half + i, interleaved = 2 * i + j;
+        const bool halves = to == RopeRows::halves;
+        std::memcpy(at + static_cast<std::size_t>(halves ? in_halves : interleaved) * row_bytes,
+                    head.data() + static_cast<std::size_t>(halves ? interleaved : in_halves) * row_bytes, row_bytes);
+      }
   }
 }
 

@@ -23,7 +23,7 @@ struct StoredTensor {
   uint64_t offset = 0, bytes = 0;  // where its bytes are in the file
   // > 0: the rows are in llama.cpp's interleaved rotary order, in this many
   // heads, and the loader puts them back in Hugging Face's halves order
-  // (restore_rope_halves).
+  // (reorder_rope_rows).
   int64_t interleaved_heads = 0;
 };
 
@@ -37,10 +37,13 @@ std::map<std::string, StoredTensor> index_weights(const std::vector<std::filesys
 // returned as it is.
 std::string hf_name_of_gguf(const std::string& gguf_name);
 
-// A [rows, row_bytes] matrix of `heads` heads whose rows are in llama.cpp's
-// interleaved rotary order, in place into Hugging Face's: row 2i + j of a
-// head (j in {0, 1}) becomes row j * rows_per_head / 2 + i. rows a multiple
-// of 2 * heads.
-void restore_rope_halves(void* data, int64_t rows, std::size_t row_bytes, int64_t heads);
+// The two orders of a rotary projection's rows within a head: Hugging
+// Face's (the rotated pairs are rows i and i + half) and llama.cpp's (rows
+// 2i and 2i + 1).
+enum class RopeRows : unsigned char { halves, interleaved };
+// A [rows, row_bytes] matrix of `heads` heads, in place from the other
+// order into `to`: row 2i + j (j in {0, 1}) of a head interleaved is row
+// j * rows_per_head / 2 + i in halves. rows a multiple of 2 * heads.
+void reorder_rope_rows(void* data, int64_t rows, std::size_t row_bytes, int64_t heads, RopeRows to);
 
 }  // namespace mstar

@@ -137,7 +137,7 @@ Weights Weights::load(const std::vector<std::filesystem::path>& files, const std
       if (t.shape.size() != 2 || t.shape[0] % (2 * e.interleaved_heads) != 0)
         throw InputError(fmt::format("{}: tensor '{}' of shape [{}] is not {} heads of row pairs", file, t.name,
                                      fmt::join(t.shape, ", "), e.interleaved_heads));
-      restore_rope_halves(b.data(), t.shape[0], row_bytes(dt, t.shape[1]), e.interleaved_heads);
+      reorder_rope_rows(b.data(), t.shape[0], row_bytes(dt, t.shape[1]), e.interleaved_heads, RopeRows::halves);
     }
     const auto* src = static_cast<const unsigned char*>(b.data());
     w.owned_.push_back(std::move(b));
