@@ -38,6 +38,8 @@ bool check_matmul(const char* op, const OpTable& t, const MatmulParams& p) {
         fmt::format("the {} backend takes no activations quantised to q8_0", to_string(t.backend)));
   check(p.x_dtype != DType::q8_0 || !is_element_type(p.w_dtype), op,
         fmt::format("activations quantised to q8_0 go with weights of a block type, not {}", to_string(p.w_dtype)));
+  check(p.x_dtype != DType::q8_0 || p.in % 32 == 0, op,
+        fmt::format("activations quantised to q8_0 come in blocks of 32, which do not divide in = {}", p.in));
   check(t.takes_weights(p.w_dtype), op,
         fmt::format("the {} backend has no product for weights of dtype {}", to_string(t.backend), to_string(p.w_dtype)));
   check(fits_blocks(p.w_dtype, p.in), op,
@@ -69,8 +71,7 @@ bool overlap(Span a, Span b) { return a.begin < b.end && b.begin < a.end; }
 void activations_as_read(const MatmulParams& p, int64_t r, float* out) {
   const float* x = p.x + r * p.x_stride;
   if (p.x_dtype == DType::q8_0) {
-    // Every block type's block is a multiple of 32 (check_matmul: fits_blocks).
-    MSTAR_ASSERT(p.in % 32 == 0, "activations_as_read: q8_0 comes in blocks of 32");
+    MSTAR_ASSERT(p.in % 32 == 0, "activations_as_read: q8_0 comes in blocks of 32 (check_matmul)");
     std::vector<unsigned char> blocks(static_cast<std::size_t>(row_bytes(DType::q8_0, p.in)));  // [in / 32] blocks
     q8_0_from_f32(x, blocks.data(), p.in);
     q8_0_to_f32(blocks.data(), out, p.in);

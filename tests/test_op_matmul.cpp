@@ -74,7 +74,6 @@ TEST_CASE("matmul: f32, f16 and bf16 weights, 1 to 97 rows, bias and accumulate"
           p.y_stride = out + 5;
           p.w_dtype = wdt;
           p.accumulate = variant == 1;
-          p.x_dtype = variant == 2 ? DType::q8_0 : DType::f32;
           const std::vector<float> x = rng.normals(static_cast<size_t>(rows * p.x_stride));
           const std::vector<unsigned char> w = test::random_values(rng, wdt, out * in);
           const std::vector<float> bias = variant == 1 ? rng.normals(static_cast<size_t>(out)) : std::vector<float>{};

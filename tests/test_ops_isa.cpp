@@ -135,7 +135,7 @@ TEST_CASE("matmul: the instruction set's panels and packed tiles agree with the 
 // block_panel, whichever path is named (block types have only the panels),
 // against the reference: rows past a register tile, several 512-element
 // runs of a row, columns past a tile, f32 and bf16 activations, and x
-// quantised to q8_0 (q8_0 and q4_0: the integer bodies, matmul_panel_q8).
+// quantised to q8_0 (the integer bodies, matmul_panel_q8).
 TEST_CASE("matmul: the instruction set's block bodies agree with the reference") {
   for (DType dt : {DType::q8_0, DType::q4_0, DType::q4_k, DType::q5_k, DType::q6_k})
     for (int64_t rows : {1, 5, 17})

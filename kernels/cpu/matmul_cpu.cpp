@@ -47,8 +47,9 @@ bool integer_q8(const MatmulParams& p) { return p.x_dtype == DType::q8_0; }
 // every product the caller waited for a helper that had lost its core
 // inside a panel; as RedoJobs, 37.6-39.7 ms, and with nothing else running
 // alike (3 alternated rounds of `mstar-bench checkpoint --roofline 30
-// --neighbours 1`). Every panel product given weights_outlive_call runs so, at
-// any rows up to kPanelMaxRows: at 16 streams beside one busy loop the
+// --neighbours 1`). Every panel product given weights_outlive_call runs so
+// (but those over x quantised to q8_0: redo, below), at any rows up to
+// kPanelMaxRows: at 16 streams beside one busy loop the
 // step on 2 threads took 94-116 ms as RedoJobs against 114-145 as ordinary
 // jobs (1 thread: 113-123; 4 alternated rounds, bf16 activations), with
 // f32 activations 154-171 against 187-206 (1 thread: 193-210; 3 rounds),
@@ -283,6 +284,10 @@ QuantisedX quantised_q8_0(const MatmulParams& p) {
 
 // Panels as a redo job: a decode step's products (few rows; the pair
 // panels' bodies take any number, and a prefill's many would be copied).
+// Not the integer bodies: a job's records carry x as floats or bf16, not
+// quantised, so those products run as ordinary jobs, each quantising its
+// x (q, k and v the same x three times); not measured beside a busy
+// process.
 bool redo(const MatmulParams& p, int64_t cols) {
   return !integer_q8(p) && p.weights_outlive_call && p.threads > 1 && p.rows <= kPanelMaxRows &&
          (p.out + cols - 1) / cols <= RedoJob::kMaxItems;
@@ -385,7 +390,8 @@ void matmul_cpu(const MatmulParams& p) {
 void matmul_cpu_path(const MatmulParams& p, CpuIsa isa, MatmulPath path) {
   MSTAR_ASSERT(cpu_supports(isa), "matmul_cpu_path: this processor lacks the instruction set");
   MSTAR_ASSERT(op_table(Backend::cpu, "matmul").takes_weights(p.w_dtype), "matmul_cpu_path: weights of a type it takes");
-  // Block types have one path: the panels' block_panel (matmul_cpu_impl.inc).
+  // Block types have one path, the panels (matmul_cpu_impl.inc): block_panel,
+  // or matmul_panel_q8 with x quantised.
   if (!is_element_type(p.w_dtype)) path = MatmulPath::panels;
   MSTAR_ASSERT(p.x_dtype == DType::f32 || p.x_dtype == DType::bf16 || p.x_dtype == DType::q8_0,
                "matmul_cpu_path: activations are f32, bf16 or q8_0");

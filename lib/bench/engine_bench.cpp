@@ -339,7 +339,10 @@ Table bench_step_products(const TrunkShape& t, int64_t vocab, DType weights, DTy
       same->calls += p.calls;
     }
   }
-  const char* act = activations == DType::bf16 ? "-bf16-act" : "";
+  // q8_0 activations quantise the products over block types only (Trunk::product).
+  const char* act = activations == DType::bf16                                   ? "-bf16-act"
+                    : activations == DType::q8_0 && !is_element_type(weights) ? "-q8-act"
+                                                                                : "";
   const int64_t llc = machine().llc_bytes;
   Table tab{{"products", "calls", "rows", "in", "out", "dtype", "median_us", "step_ms", "share"}, {}};
   double total_ms = 0;

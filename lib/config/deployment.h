@@ -47,8 +47,9 @@ struct Deployment {
   // What the trunk's matrix products round activations to: f32 (exact),
   // bf16 (twice the products' speed where the processor has bf16 dot
   // products, at about three significant digits), or q8_0 (quantised per
-  // block of 32 before products over a block type, as llama.cpp does, for
-  // its integer dot products; float matrices keep f32). cpu and reference only.
+  // block of 32 before products over a block type, for integer dot
+  // products, as llama.cpp does for Q8_0 and Q4_0 weights; float matrices
+  // keep f32). cpu and reference only.
   DType activations = DType::f32;
   int64_t threads = 1;
   SchedulerSettings scheduler;

@@ -4,6 +4,7 @@
 
 #include <cctype>
 #include <cmath>
+#include <cstring>
 
 #include "config/checkpoint.h"
 #include "core/errors.h"

@@ -14,6 +14,7 @@
 #include "core/errors.h"
 #include "core/machine_memory.h"
 #include "kernels/backend.h"
+#include "kernels/cpu/isa.h"
 #include "models/families/hf_decoder.h"
 #include "models/family.h"
 #include "models/stored_tensors.h"
@@ -41,7 +42,10 @@ std::string speech_workload() {
 // The backend and threads every deployment here runs on; `blocks`: the
 // checkpoint stores a matrix in a block type (a quantised GGUF), whose
 // products the cpu backend multiplies as integers against activations
-// quantised to q8_0, as llama.cpp does (docs/gguf.md, "Products").
+// quantised to q8_0 (as llama.cpp does for Q8_0 and Q4_0; it takes Q8_K
+// for the K types) where it has vector bodies for them: one row several
+// times faster (docs/PERFORMANCE.md, "Block types"). The plain-loop bodies
+// of a processor without AVX2 were not measured against widening.
 std::string machine_part(std::vector<std::string>& chosen, std::optional<DType> blocks = std::nullopt) {
   std::string why;
   const bool cuda = backend_available(Backend::cuda, &why);
@@ -50,9 +54,10 @@ std::string machine_part(std::vector<std::string>& chosen, std::optional<DType> 
                         : fmt::format("backend     cpu, {} threads, one a core (cuda: {})", threads,
                                       why.empty() ? "not built" : why));
   std::string out = fmt::format("backend: {}\nthreads: {}\nkv_dtype: bf16\n", cuda ? "cuda" : "cpu", threads);
-  if (blocks && !cuda) {
+  if (blocks && !cuda && kernels::best_cpu_isa() != kernels::CpuIsa::generic) {
     chosen.push_back(fmt::format("activations q8_0 before the products over block types ({} and any others the "
-                                 "file holds), multiplied as integers (--set activations=f32: exact, slower)",
+                                 "file holds), multiplied as integers (--set activations=f32: no activation "
+                                 "error, one row slower)",
                                  to_string(*blocks)));
     out += "activations: q8_0\n";
   }
